@@ -1,0 +1,3 @@
+//! credlint: lints rendered Kubernetes manifests against the ADR-072 credentials-bundle contract.
+
+pub mod yaml;

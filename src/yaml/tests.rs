@@ -1,0 +1,183 @@
+use super::*;
+
+fn docs(text: &str) -> Vec<Parsed<'_>> {
+    parse(text)
+}
+
+fn only_doc(text: &str) -> Document<'_> {
+    let mut parsed = docs(text);
+    assert_eq!(parsed.len(), 1, "{parsed:?}");
+    match parsed.remove(0) {
+        Parsed::Document(d) => d,
+        Parsed::Error(e) => panic!("unexpected error {e:?}"),
+    }
+}
+
+fn json(node: &Node) -> String {
+    match &node.value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => format!("{f:?}"),
+        Value::Str(s) => format!("{s:?}"),
+        Value::Seq(items) => format!("[{}]", items.iter().map(json).collect::<Vec<_>>().join(",")),
+        Value::Map(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|e| format!("{:?}:{}", e.key, json(&e.value)))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    }
+}
+
+#[test]
+fn decodes_scalars_as_go_yaml_v2() {
+    let d = only_doc("a: yes\nb: '0777'\nc: 0777\nd: on\ne: 1_000\nf: ~\ng: \"1\"\nh: 1.5\n");
+    assert_eq!(
+        json(&d.root),
+        r#"{"a":true,"b":"0777","c":511,"d":true,"e":1000,"f":null,"g":"1","h":1.5}"#
+    );
+}
+
+#[test]
+fn keys_are_strings_as_in_json() {
+    let d = only_doc("1: a\nyes: b\n~x: c\n");
+    assert_eq!(json(&d.root), r#"{"1":"a","true":"b","~x":"c"}"#);
+}
+
+#[test]
+fn spans_point_at_keys_and_values() {
+    let text = "metadata:\n  name: shop\n";
+    let d = only_doc(text);
+    let name = d.root.at(&["metadata", "name"]).unwrap();
+    assert_eq!(&text[name.span.range()], "shop");
+    let entry = d.root.get("metadata").unwrap().entry("name").unwrap();
+    assert_eq!(&text[entry.key_span.range()], "name");
+}
+
+#[test]
+fn aliases_expand_and_merge_keys_merge() {
+    let d = only_doc(
+        "base: &b {p: 1, q: 2}\ncopy: *b\nm:\n  <<: *b\n  q: 3\nk:\n  q: 4\n  <<: *b\nl:\n  <<: [{p: 5}, {p: 6, r: 7}]\n",
+    );
+    assert_eq!(json(d.root.get("copy").unwrap()), r#"{"p":1,"q":2}"#);
+    assert_eq!(json(d.root.get("m").unwrap()), r#"{"p":1,"q":3}"#);
+    // go-yaml v2 applies a merge where it stands: it overrides keys written before it.
+    assert_eq!(json(d.root.get("k").unwrap()), r#"{"q":2,"p":1}"#);
+    // In a list of merged mappings the earlier one wins.
+    assert_eq!(json(d.root.get("l").unwrap()), r#"{"p":5,"r":7}"#);
+    assert!(d.duplicate_keys.is_empty());
+}
+
+#[test]
+fn the_key_y_is_true_in_yaml_1_1() {
+    let d = only_doc("x: 1\ny: 2\n");
+    assert_eq!(json(&d.root), r#"{"x":1,"true":2}"#);
+}
+
+#[test]
+fn duplicate_keys_are_reported_with_both_places() {
+    let text = "a: 1\nb: 2\na: 3\n";
+    let d = only_doc(text);
+    assert_eq!(d.duplicate_keys.len(), 1);
+    let dup = &d.duplicate_keys[0];
+    assert_eq!(dup.key, "a");
+    assert_eq!(dup.first.start(), 0);
+    assert_eq!(dup.second.start(), 10);
+    // Keys that collide only once turned into JSON collide in the cluster too.
+    let d = only_doc("1: a\n\"1\": b\n");
+    assert_eq!(d.duplicate_keys.len(), 1);
+}
+
+#[test]
+fn a_large_mapping_still_finds_duplicates() {
+    let mut text: String = (0..100).map(|i| format!("k{i}: {i}\n")).collect();
+    text.push_str("k42: again\n");
+    let d = only_doc(&text);
+    assert_eq!(d.duplicate_keys.len(), 1);
+    assert_eq!(d.duplicate_keys[0].key, "k42");
+    assert_eq!(json(d.root.get("k42").unwrap()), "\"again\"");
+}
+
+#[test]
+fn a_broken_document_does_not_hide_the_others() {
+    let parsed = docs("a: 1\n---\nb: [1, 2\n---\nc: 3\n");
+    assert_eq!(parsed.len(), 3);
+    assert!(matches!(parsed[0], Parsed::Document(_)));
+    let Parsed::Error(e) = &parsed[1] else {
+        panic!("{parsed:?}")
+    };
+    assert!(e.span.start() >= 9, "{e:?}");
+    assert!(matches!(parsed[2], Parsed::Document(_)));
+}
+
+#[test]
+fn alias_bombs_are_stopped() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..10 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    let parsed = docs(&text);
+    let Parsed::Error(e) = &parsed[0] else {
+        panic!("bomb was expanded")
+    };
+    assert!(e.message.contains("aliases expand"), "{e:?}");
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert!(matches!(docs(&text)[0], Parsed::Error(_)));
+    let mut block = String::new();
+    for depth in 0..5_000 {
+        block.push_str(&" ".repeat(depth));
+        block.push_str("-\n");
+    }
+    assert!(matches!(docs(&block)[0], Parsed::Error(_)));
+}
+
+#[test]
+fn bom_crlf_and_comments() {
+    let text = "\u{feff}a: |\r\n  x\r\n  y\r\nb: 2 # note\r\n";
+    let d = only_doc(text);
+    assert_eq!(json(&d.root), r#"{"a":"x\ny\n","b":2}"#);
+    assert_eq!(d.comments.len(), 1);
+    assert_eq!(&text[d.comments[0].range()], "# note");
+}
+
+#[test]
+fn tags_decide_types() {
+    let d = only_doc("a: !!str 1\nb: !!int \"2\"\nc: !custom 3\n");
+    assert_eq!(json(&d.root), r#"{"a":"1","b":2,"c":"3"}"#);
+    assert!(matches!(docs("a: !!int abc\n")[0], Parsed::Error(_)));
+}
+
+#[test]
+fn null_and_collection_keys_are_errors() {
+    assert!(matches!(docs("~: a\n")[0], Parsed::Error(_)));
+    assert!(matches!(docs("? [a]\n: b\n")[0], Parsed::Error(_)));
+    assert!(matches!(docs("a:\n  <<: 1\n")[0], Parsed::Error(_)));
+}
+
+#[test]
+fn empty_documents_are_null() {
+    let parsed = docs("---\n---\na: 1\n");
+    let nonnull = parsed
+        .iter()
+        .filter(|p| matches!(p, Parsed::Document(d) if !d.root.is_null()))
+        .count();
+    assert_eq!(nonnull, 1);
+}
+
+#[test]
+fn json_is_read_too() {
+    let d =
+        only_doc("{\"kind\": \"List\", \"items\": [{\"a\": 1.0, \"b\": null, \"c\": \"yes\"}]}");
+    assert_eq!(
+        json(&d.root),
+        r#"{"kind":"List","items":[{"a":1.0,"b":null,"c":"yes"}]}"#
+    );
+}
