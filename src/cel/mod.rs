@@ -1,0 +1,156 @@
+//! CEL evaluation: the only module that names the `cel` crate.
+//!
+//! An object rule is decided by evaluating its CEL text against the object, as Kyverno evaluates
+//! the generated policy: variables first (a variable that fails is left out, so an expression
+//! that uses it fails too, as Kubernetes' lazy variables do), then each validation; an
+//! evaluation error counts as a denial. When a validation denies, [`blame`] walks the same
+//! expression to find the nodes of the object that made it false.
+
+mod blame;
+
+use crate::locate::Path;
+use crate::yaml::{Node, Value as YValue};
+use cel::objects::{Key, Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The CEL environment: the standard library, the strings extension and optional values, which
+/// is what Kubernetes 1.30+ and Kyverno 1.17+ both offer.
+#[derive(Clone)]
+pub struct Cel {
+    env: Arc<cel::Env>,
+}
+
+pub struct Program {
+    inner: cel::Program,
+    text: String,
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Program({:?})", self.text)
+    }
+}
+
+impl Program {
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Pass,
+    Deny,
+    /// The expression failed to evaluate (or did not give a boolean): a denial too.
+    Error(String),
+}
+
+impl Default for Cel {
+    fn default() -> Self {
+        Cel::new()
+    }
+}
+
+impl Cel {
+    pub fn new() -> Cel {
+        let mut env = cel::Env::stdlib();
+        // The strings extension is part of both Kubernetes' and Kyverno's CEL.
+        env.add_extension(cel::extensions::strings)
+            .expect("the strings extension declares no conflicting overloads");
+        Cel { env: Arc::new(env) }
+    }
+
+    pub fn compile(&self, text: &str) -> Result<Program, String> {
+        self.env
+            .compile(text)
+            .map(|inner| Program {
+                inner,
+                text: text.to_string(),
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    /// Binds `object` (and any extra string variables) and evaluates `variables` in order.
+    pub fn activation<'p>(
+        &self,
+        object: &Node,
+        variables: &'p [(String, Program)],
+        constants: &[(&str, &str)],
+    ) -> Activation<'p> {
+        let object = to_value(object);
+        let mut ctx = cel::Context::with_env(self.env.clone());
+        ctx.add_variable_from_value("object", object);
+        let mut bound: HashMap<Key, Value> = constants
+            .iter()
+            .map(|(k, v)| (Key::from(*k), Value::from(v.to_string())))
+            .collect();
+        for (name, program) in variables {
+            ctx.add_variable_from_value("variables", map_value(bound.clone()));
+            if let Ok(value) = program.inner.execute(&ctx) {
+                bound.insert(Key::from(name.as_str()), value);
+            }
+        }
+        ctx.add_variable_from_value("variables", map_value(bound));
+        Activation { ctx, variables }
+    }
+
+    /// Evaluates a standalone expression over `object` (match conditions).
+    pub fn check(&self, program: &Program, object: &Node) -> Verdict {
+        self.activation(object, &[], &[]).check(program)
+    }
+}
+
+fn map_value(map: HashMap<Key, Value>) -> Value {
+    Value::Map(Map { map: Arc::new(map) })
+}
+
+/// One object bound for evaluation.
+pub struct Activation<'p> {
+    ctx: cel::Context<'static, 'static>,
+    variables: &'p [(String, Program)],
+}
+
+impl Activation<'_> {
+    pub fn check(&self, program: &Program) -> Verdict {
+        match program.inner.execute(&self.ctx) {
+            Ok(Value::Bool(true)) => Verdict::Pass,
+            Ok(Value::Bool(false)) => Verdict::Deny,
+            Ok(other) => Verdict::Error(format!("the expression gave {other:?}, not a boolean")),
+            Err(e) => Verdict::Error(e.to_string()),
+        }
+    }
+
+    /// The paths in `object` that make `program` false: the verb that is not allowed, the
+    /// annotation with the wrong value, the field that is missing.
+    pub fn blame(&self, program: &Program, object: &Node) -> Vec<Path> {
+        let variables: HashMap<&str, &cel::IdedExpr> = self
+            .variables
+            .iter()
+            .map(|(name, p)| (name.as_str(), p.inner.expression()))
+            .collect();
+        blame::blame(program.inner.expression(), &self.ctx, object, &variables)
+    }
+}
+
+/// A node as the API server would hand it to CEL: JSON numbers that are integers stay `int`
+/// (through serde they would become `uint` and `x + 1` would fail), maps have string keys.
+pub fn to_value(node: &Node) -> Value {
+    match &node.value {
+        YValue::Null => Value::Null,
+        YValue::Bool(b) => Value::Bool(*b),
+        YValue::Int(i) => Value::Int(*i),
+        YValue::Float(f) => Value::Float(*f),
+        YValue::Str(s) => Value::String(Arc::new(s.to_string())),
+        YValue::Seq(items) => Value::List(Arc::new(items.iter().map(to_value).collect())),
+        YValue::Map(entries) => map_value(
+            entries
+                .iter()
+                .map(|e| (Key::from(e.key.as_ref()), to_value(&e.value)))
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,141 @@
+use super::*;
+use crate::locate::{Seg, span_for};
+use crate::yaml::{Parsed, parse};
+
+fn root(text: &str) -> Node<'_> {
+    match parse(text).into_iter().next() {
+        Some(Parsed::Document(d)) => d.root,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Evaluates `expr` on the object and returns the verdict and the blamed text.
+fn run(text: &str, vars: &[(&str, &str)], expr: &str) -> (Verdict, Vec<String>) {
+    let cel = Cel::new();
+    let node = root(text);
+    let variables: Vec<(String, Program)> = vars
+        .iter()
+        .map(|(n, e)| (n.to_string(), cel.compile(e).unwrap()))
+        .collect();
+    let program = cel.compile(expr).unwrap();
+    let act = cel.activation(&node, &variables, &[]);
+    let verdict = act.check(&program);
+    let blamed = act
+        .blame(&program, &node)
+        .iter()
+        .map(|p| text[span_for(&node, p).range()].to_string())
+        .collect();
+    (verdict, blamed)
+}
+
+const ROLE: &str = "kind: Role\nrules:\n  - apiGroups: ['']\n    resources: [secrets]\n    verbs: [get, list, patch, watch]\n";
+
+#[test]
+fn blames_each_offending_list_item() {
+    let (verdict, blamed) = run(
+        ROLE,
+        &[],
+        "object.rules.all(r, r.verbs.all(v, v in ['create', 'get', 'patch', 'delete']))",
+    );
+    assert_eq!(verdict, Verdict::Deny);
+    assert_eq!(blamed, vec!["list", "watch"]);
+}
+
+#[test]
+fn guards_are_not_blamed_in_an_or() {
+    let (_, blamed) = run(
+        ROLE,
+        &[("permitted", "['create', 'get', 'patch', 'delete']")],
+        "object.rules.all(r, !has(r.verbs) || r.verbs.all(v, v == '*' || v in variables.permitted))",
+    );
+    assert_eq!(blamed, vec!["list", "watch"]);
+}
+
+#[test]
+fn a_missing_field_is_shown_where_it_should_be() {
+    let job = "kind: Job\nspec:\n  template:\n    spec:\n      containers:\n        - name: a\n          securityContext:\n            privileged: false\n        - name: b\n";
+    let (verdict, blamed) = run(
+        job,
+        &[],
+        "object.spec.template.spec.containers.all(c, c.?securityContext.?readOnlyRootFilesystem.orValue(false) == true)",
+    );
+    assert_eq!(verdict, Verdict::Deny);
+    assert_eq!(blamed, vec!["securityContext", "name: b"]);
+}
+
+#[test]
+fn pod_level_values_are_blamed_when_the_container_inherits_them() {
+    let job = "kind: Job\nspec:\n  template:\n    spec:\n      securityContext:\n        runAsNonRoot: false\n      containers:\n        - name: a\n";
+    let (_, blamed) = run(
+        job,
+        &[("pod", "object.spec.template.spec")],
+        "object.spec.template.spec.containers.all(c, c.?securityContext.?runAsNonRoot.orValue(variables.pod.?securityContext.?runAsNonRoot.orValue(false)) == true)",
+    );
+    assert_eq!(blamed, vec!["false"]);
+}
+
+#[test]
+fn variables_that_concatenate_lists_keep_element_paths() {
+    let job = "kind: Job\nspec:\n  initContainers:\n    - name: i\n      image: busybox\n  containers:\n    - name: c\n      image: x@sha256:00\n";
+    let (_, blamed) = run(
+        job,
+        &[(
+            "all",
+            "object.spec.containers + object.spec.?initContainers.orValue([])",
+        )],
+        "variables.all.all(c, c.image.contains('@sha256:'))",
+    );
+    assert_eq!(blamed, vec!["busybox"]);
+}
+
+#[test]
+fn evaluation_errors_are_denials() {
+    let (verdict, _) = run(ROLE, &[], "object.missing.field == 1");
+    assert!(matches!(verdict, Verdict::Error(_)), "{verdict:?}");
+    let (verdict, _) = run(ROLE, &[], "'not a bool'");
+    assert!(matches!(verdict, Verdict::Error(_)));
+}
+
+#[test]
+fn a_failing_variable_fails_what_uses_it_only() {
+    let (verdict, _) = run(ROLE, &[("bad", "object.nope")], "variables.bad == 1");
+    assert!(matches!(verdict, Verdict::Error(_)));
+    let (verdict, _) = run(ROLE, &[("bad", "object.nope")], "object.kind == 'Role'");
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+#[test]
+fn map_keys_are_blamed_at_the_key() {
+    let text = "kind: X\nmetadata:\n  annotations:\n    ok: a\n    bad key: b\n";
+    let (_, blamed) = run(
+        text,
+        &[],
+        "object.metadata.annotations.all(k, !k.contains(' '))",
+    );
+    assert_eq!(blamed, vec!["bad key"]);
+}
+
+#[test]
+fn annotations_through_optional_index() {
+    let text = "kind: X\nmetadata:\n  annotations:\n    argocd.argoproj.io/hook: Sync\n";
+    let (_, blamed) = run(
+        text,
+        &[],
+        "object.metadata.?annotations[?'argocd.argoproj.io/hook'].orValue('') == 'PreSync'",
+    );
+    assert_eq!(blamed, vec!["Sync"]);
+    let text = "kind: X\nmetadata:\n  name: a\n";
+    let (_, blamed) = run(
+        text,
+        &[],
+        "object.metadata.?annotations[?'argocd.argoproj.io/hook'].orValue('') == 'PreSync'",
+    );
+    assert_eq!(blamed, vec!["metadata"]);
+}
+
+#[test]
+fn integers_stay_integers() {
+    let (verdict, _) = run("kind: X\ncount: 1\n", &[], "object.count + 1 == 2");
+    assert_eq!(verdict, Verdict::Pass);
+    let _ = Seg::Index(0);
+}

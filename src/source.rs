@@ -1,0 +1,137 @@
+//! The text of one input file, and turning byte offsets into 1-based lines and character columns
+//! without rescanning the file (a diagnostic near the end of a 40 MB file must stay cheap).
+
+use crate::yaml::Span;
+
+/// Line starts of a text, found once.
+#[derive(Clone, Debug, Default)]
+pub struct LineIndex {
+    starts: Vec<u32>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let mut starts = Vec::with_capacity(text.len() / 32 + 1);
+        starts.push(0);
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(i, _)| (i + 1) as u32),
+        );
+        LineIndex { starts }
+    }
+
+    /// 0-based line holding byte `offset`.
+    pub fn line_of(&self, offset: usize) -> usize {
+        match self.starts.binary_search(&(offset as u32)) {
+            Ok(line) => line,
+            Err(next) => next - 1,
+        }
+    }
+
+    /// Byte offset where 0-based `line` starts.
+    pub fn line_start(&self, line: usize) -> Option<usize> {
+        self.starts.get(line).map(|&s| s as usize)
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// 1-based line and 1-based column counted in characters.
+    pub fn position(&self, text: &str, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let line = self.line_of(offset);
+        let start = self.starts[line] as usize;
+        let column = text[start..offset].chars().count() + 1;
+        (line + 1, column)
+    }
+}
+
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// Where a finding points: a file, a byte range in it, and the same range as lines and columns.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Loc {
+    pub file: usize,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    pub span: Span,
+}
+
+/// A file being read: its display path, its text and its line index.
+pub struct Source<'t> {
+    pub file: usize,
+    pub text: &'t str,
+    pub lines: LineIndex,
+}
+
+impl<'t> Source<'t> {
+    pub fn new(file: usize, text: &'t str) -> Self {
+        Source {
+            file,
+            text,
+            lines: LineIndex::new(text),
+        }
+    }
+
+    pub fn loc(&self, span: Span) -> Loc {
+        let (line, column) = self.lines.position(self.text, span.start());
+        let (end_line, end_column) = self.lines.position(self.text, span.end());
+        Loc {
+            file: self.file,
+            line,
+            column,
+            end_line,
+            end_column,
+            span,
+        }
+    }
+
+    /// The byte range of 0-based `line` without its line break.
+    pub fn line_span(&self, line: usize) -> Option<Span> {
+        let start = self.lines.line_start(line)?;
+        let end = self
+            .lines
+            .line_start(line + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        let end = if self.text[start..end].ends_with('\r') {
+            end - 1
+        } else {
+            end
+        };
+        Some(Span::new(start, end))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_one_based_and_count_characters() {
+        let text = "a: 1\nnäme: x\n\nlast";
+        let index = LineIndex::new(text);
+        assert_eq!(index.position(text, 0), (1, 1));
+        assert_eq!(index.position(text, 5), (2, 1));
+        let x = text.find('x').unwrap();
+        assert_eq!(index.position(text, x), (2, 7), "ä is one column");
+        assert_eq!(index.position(text, text.len()), (4, 5));
+        assert_eq!(index.line_count(), 4);
+    }
+
+    #[test]
+    fn line_spans_drop_crlf() {
+        let text = "a\r\nbc\r\n";
+        let source = Source::new(0, text);
+        assert_eq!(&text[source.line_span(1).unwrap().range()], "bc");
+    }
+}
