@@ -1,7 +1,22 @@
 //! credlint: lints rendered Kubernetes manifests against the ADR-072 credentials-bundle contract.
+//!
+//! Dependencies point one way: `cli` -> `engine` -> {`bundle`, `catalog`, `cel`, `checks`,
+//! `members`} -> {`model`, `source`, `locate`, `yaml`}.
 
+pub mod block;
+pub mod bundle;
+pub mod catalog;
 pub mod cel;
+pub mod checks;
+pub mod cli;
+pub mod docs;
+pub mod engine;
+pub mod input;
 pub mod locate;
+pub mod members;
 pub mod model;
+pub mod object;
+pub mod render;
+pub mod report;
 pub mod source;
 pub mod yaml;

@@ -1,1 +1,5 @@
-fn main() {}
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    credlint::cli::run(credlint::cli::Cli::parse())
+}

@@ -213,12 +213,13 @@ impl Blamer<'_, '_, '_> {
                 Some(Origin::Path(b.path.clone()?, b.level))
             }
             Expr::Select(s) => {
-                if let Expr::Ident(root) = &s.operand.expr {
-                    if root == "variables" && !binds.iter().any(|b| b.name == "variables") {
-                        let var = self.variables.get(s.field.as_str())?;
-                        // Variables are evaluated at the top, where only `object` is bound.
-                        return self.origin(var, &binds[..1]);
-                    }
+                if let Expr::Ident(root) = &s.operand.expr
+                    && root == "variables"
+                    && !binds.iter().any(|b| b.name == "variables")
+                {
+                    let var = self.variables.get(s.field.as_str())?;
+                    // Variables are evaluated at the top, where only `object` is bound.
+                    return self.origin(var, &binds[..1]);
                 }
                 self.child(&s.operand, Seg::Key(s.field.clone()), binds)
             }
@@ -237,6 +238,11 @@ impl Blamer<'_, '_, '_> {
                     self.child(operand, seg, binds)
                 }
                 ("orValue" | "value", Some(target), _) => self.origin(target, binds),
+                // `has(x) ? x : default` (or `'k' in m ? m['k'] : default`) is `x` where it
+                // exists.
+                ("_?_:_", None, [_, then, otherwise]) => self
+                    .origin(then, binds)
+                    .or_else(|| self.origin(otherwise, binds)),
                 ("_+_", None, [a, b]) => {
                     let mut items = self.elements(a, binds)?;
                     items.extend(self.elements(b, binds)?);
@@ -288,18 +294,16 @@ impl Blamer<'_, '_, '_> {
         }
         match &e.expr {
             Expr::Select(s) => {
-                if let Expr::Ident(root) = &s.operand.expr {
-                    if root == "variables" {
-                        if let Some(var) = self.variables.get(s.field.as_str()) {
-                            let mut top: Vec<Binding> = binds.drain(..).collect();
-                            let rest = top.split_off(1);
-                            let mut top_binds = top;
-                            self.references(var, &mut top_binds, out);
-                            top_binds.extend(rest);
-                            *binds = top_binds;
-                        }
-                        return;
+                if let Expr::Ident(root) = &s.operand.expr
+                    && root == "variables"
+                {
+                    if let Some(var) = self.variables.get(s.field.as_str()) {
+                        // Variables are evaluated at the top, where only `object` is bound.
+                        let inner = binds.split_off(1);
+                        self.references(var, binds, out);
+                        binds.extend(inner);
                     }
+                    return;
                 }
                 self.references(&s.operand, binds, out);
             }

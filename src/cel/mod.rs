@@ -71,34 +71,54 @@ impl Cel {
             .map_err(|e| e.to_string())
     }
 
-    /// Binds `object` (and any extra string variables) and evaluates `variables` in order.
+    /// Converts an object once, for every rule that looks at it.
+    pub fn bind(&self, object: &Node) -> Bound {
+        Bound {
+            object: to_value(object),
+        }
+    }
+
+    /// Binds `object` (and any constant string variables) and evaluates `variables` in order.
     pub fn activation<'p>(
         &self,
         object: &Node,
         variables: &'p [(String, Program)],
         constants: &[(&str, &str)],
     ) -> Activation<'p> {
-        let object = to_value(object);
+        self.activate(&self.bind(object), variables, constants)
+    }
+
+    pub fn activate<'p>(
+        &self,
+        bound: &Bound,
+        variables: &'p [(String, Program)],
+        constants: &[(&str, &str)],
+    ) -> Activation<'p> {
         let mut ctx = cel::Context::with_env(self.env.clone());
-        ctx.add_variable_from_value("object", object);
-        let mut bound: HashMap<Key, Value> = constants
+        ctx.add_variable_from_value("object", bound.object.clone());
+        let mut values: HashMap<Key, Value> = constants
             .iter()
             .map(|(k, v)| (Key::from(*k), Value::from(v.to_string())))
             .collect();
         for (name, program) in variables {
-            ctx.add_variable_from_value("variables", map_value(bound.clone()));
+            ctx.add_variable_from_value("variables", map_value(values.clone()));
             if let Ok(value) = program.inner.execute(&ctx) {
-                bound.insert(Key::from(name.as_str()), value);
+                values.insert(Key::from(name.as_str()), value);
             }
         }
-        ctx.add_variable_from_value("variables", map_value(bound));
+        ctx.add_variable_from_value("variables", map_value(values));
         Activation { ctx, variables }
     }
 
     /// Evaluates a standalone expression over `object` (match conditions).
-    pub fn check(&self, program: &Program, object: &Node) -> Verdict {
-        self.activation(object, &[], &[]).check(program)
+    pub fn check(&self, program: &Program, bound: &Bound) -> Verdict {
+        self.activate(bound, &[], &[]).check(program)
     }
+}
+
+/// An object converted for CEL.
+pub struct Bound {
+    object: Value,
 }
 
 fn map_value(map: HashMap<Key, Value>) -> Value {

@@ -18,10 +18,7 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
     options.flow_nesting_limit = MAX_NESTING;
     let mut parser = Parser::new_from_str_with_options(chunk, options);
     let mut builder: Option<Builder<'a>> = None;
-    loop {
-        let Some(next) = parser.next_event() else {
-            break;
-        };
+    while let Some(next) = parser.next_event() {
         let (event, span) = match next {
             Ok(pair) => pair,
             Err(err) => {

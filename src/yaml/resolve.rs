@@ -159,24 +159,23 @@ fn number(s: &str) -> Option<Value<'static>> {
         }
         Err(IntError::Syntax) => {}
     }
-    if is_yaml_style_float(&plain) {
-        if let Some(f) = parse_go_float(&plain) {
-            return Some(Value::Float(f));
-        }
+    if is_yaml_style_float(&plain)
+        && let Some(f) = parse_go_float(&plain)
+    {
+        return Some(Value::Float(f));
     }
+    // Go's ParseInt would accept a second sign after the prefix; `0b` digits here must not.
+    let binary = |digits: &str, sign: &str| {
+        if digits.starts_with(['+', '-']) {
+            return None;
+        }
+        i64::from_str_radix(&format!("{sign}{digits}"), 2).ok()
+    };
     if let Some(bits) = plain.strip_prefix("0b") {
-        if let Some(v) = i64::from_str_radix(bits, 2)
-            .ok()
-            .filter(|_| !bits.starts_with(['+', '-']))
-        {
-            return Some(Value::Int(v));
-        }
-    } else if let Some(bits) = plain.strip_prefix("-0b") {
-        if !bits.starts_with(['+', '-']) {
-            if let Ok(v) = i64::from_str_radix(&format!("-{bits}"), 2) {
-                return Some(Value::Int(v));
-            }
-        }
+        return binary(bits, "").map(Value::Int);
+    }
+    if let Some(bits) = plain.strip_prefix("-0b") {
+        return binary(bits, "-").map(Value::Int);
     }
     None
 }

@@ -1,0 +1,260 @@
+//! Owners and their five objects, assembled across every file given (bundle.md section 1).
+//!
+//! Each recognised object leaves a [`Member`]: its identity, where it is, and the few facts the
+//! bundle rules need, with their locations already computed. Files' texts and trees are dropped
+//! as soon as they are read, so a 4,000-bundle tree is held as facts, not as documents.
+
+use crate::model::{ObjectRef, bundle_id};
+use crate::source::Loc;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MemberKind {
+    ServiceAccount,
+    Role,
+    RoleBinding,
+    ConfigMap,
+    Job,
+}
+
+pub const MEMBER_KINDS: [MemberKind; 5] = [
+    MemberKind::ServiceAccount,
+    MemberKind::Role,
+    MemberKind::RoleBinding,
+    MemberKind::ConfigMap,
+    MemberKind::Job,
+];
+
+impl MemberKind {
+    pub fn of(kind: &str) -> Option<MemberKind> {
+        Some(match kind {
+            "ServiceAccount" => MemberKind::ServiceAccount,
+            "Role" => MemberKind::Role,
+            "RoleBinding" => MemberKind::RoleBinding,
+            "ConfigMap" => MemberKind::ConfigMap,
+            "Job" => MemberKind::Job,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MemberKind::ServiceAccount => "ServiceAccount",
+            MemberKind::Role => "Role",
+            MemberKind::RoleBinding => "RoleBinding",
+            MemberKind::ConfigMap => "ConfigMap",
+            MemberKind::Job => "Job",
+        }
+    }
+}
+
+/// The suffix of the four named objects and of the Job's references.
+pub const SUFFIX: &str = "-credentials";
+/// The Job name keeps this many characters of the owner.
+pub const OWNER_PREFIX_CHARS: usize = 42;
+
+/// Who a member belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    Known(String),
+    /// A Job that names no ServiceAccount or ConfigMap of an owner: only its name's prefix
+    /// (the owner cut to 42 characters) says whose it is.
+    Prefix(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct RoleRule {
+    pub groups: Vec<String>,
+    pub resources: Vec<String>,
+    pub verbs: Vec<String>,
+    /// `None` when the rule has no resourceNames.
+    pub names: Option<Vec<String>>,
+    pub loc: Loc,
+    pub names_loc: Option<Loc>,
+}
+
+/// plan.json, as far as the bundle rules need it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub kind: String,
+    pub secrets: Vec<String>,
+    pub generators: Vec<String>,
+    pub pods: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ConfigMapFacts {
+    pub plan: Option<Plan>,
+    /// SHA-256 state after plan.json and create.py: the Job's image completes the hash.
+    pub hash_state: Option<sha2::Sha256>,
+    /// The decoded values, kept only when a command needs them (`simulate`).
+    pub plan_text: Option<String>,
+    pub script: Option<String>,
+    pub script_loc: Option<Loc>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Mount {
+    pub volume: String,
+    pub path: String,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug)]
+pub struct Volume {
+    pub name: String,
+    pub config_map: Option<String>,
+    pub loc: Loc,
+}
+
+#[derive(Clone, Debug)]
+pub struct JobFacts {
+    pub name: String,
+    /// Where missing pod fields are reported: the pod template's `spec` key.
+    pub pod_loc: Loc,
+    pub service_account: Option<(String, Loc)>,
+    pub volumes: Vec<Volume>,
+    /// The first container: the one that runs the program.
+    pub container_loc: Option<Loc>,
+    pub mounts: Vec<Mount>,
+    /// `command` then `args`, and where they stand.
+    pub command: Vec<String>,
+    pub command_loc: Option<Loc>,
+    pub image: Option<(String, Loc)>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Facts {
+    ServiceAccount,
+    Role(Vec<RoleRule>),
+    RoleBinding,
+    ConfigMap(Box<ConfigMapFacts>),
+    Job(Box<JobFacts>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Member {
+    pub kind: MemberKind,
+    pub namespace: Option<String>,
+    pub owner: Owner,
+    pub object: ObjectRef,
+    /// The object's name, where findings about the whole object point.
+    pub loc: Loc,
+    pub facts: Facts,
+}
+
+/// One owner's objects.
+#[derive(Debug)]
+pub struct Bundle {
+    pub namespace: Option<String>,
+    pub owner: String,
+    /// Members of each kind, in file order (more than one is a duplicate).
+    pub members: BTreeMap<MemberKind, Vec<Member>>,
+}
+
+impl Bundle {
+    pub fn id(&self) -> String {
+        bundle_id(self.namespace.as_deref(), &self.owner)
+    }
+
+    pub fn first(&self, kind: MemberKind) -> Option<&Member> {
+        self.members.get(&kind).and_then(|m| m.first())
+    }
+
+    pub fn config_map(&self) -> Option<&ConfigMapFacts> {
+        match &self.first(MemberKind::ConfigMap)?.facts {
+            Facts::ConfigMap(cm) => Some(cm),
+            _ => None,
+        }
+    }
+
+    pub fn plan(&self) -> Option<&Plan> {
+        self.config_map()?.plan.as_ref()
+    }
+
+    /// The member that stands for the bundle when one of its objects is missing.
+    pub fn anchor(&self) -> Option<&Member> {
+        self.members
+            .values()
+            .flatten()
+            .min_by(|a, b| a.loc.cmp(&b.loc))
+    }
+}
+
+/// The owner a named object implies: `shop-sessions-credentials` belongs to `shop-sessions`.
+pub fn owner_of_name(name: &str) -> Option<&str> {
+    name.strip_suffix(SUFFIX).filter(|o| !o.is_empty())
+}
+
+/// The first 42 characters of an owner, as the Job name carries it.
+pub fn owner_prefix(owner: &str) -> &str {
+    match owner.char_indices().nth(OWNER_PREFIX_CHARS) {
+        Some((i, _)) => &owner[..i],
+        None => owner,
+    }
+}
+
+/// Groups members into bundles keyed by namespace and owner, in a stable order. A Job known
+/// only by its name's prefix joins the owner of its namespace whose first 42 characters match.
+pub fn assemble(members: Vec<Member>) -> Vec<Bundle> {
+    let mut bundles: BTreeMap<(Option<String>, String), Bundle> = BTreeMap::new();
+    let mut pending = Vec::new();
+    for m in members {
+        match &m.owner {
+            Owner::Known(owner) => {
+                let key = (m.namespace.clone(), owner.clone());
+                insert(&mut bundles, key, m);
+            }
+            Owner::Prefix(_) => pending.push(m),
+        }
+    }
+    for m in pending {
+        let Owner::Prefix(prefix) = &m.owner else {
+            continue;
+        };
+        let found = bundles
+            .keys()
+            .find(|(ns, owner)| *ns == m.namespace && owner_prefix(owner) == prefix)
+            .cloned();
+        let key = found.unwrap_or_else(|| (m.namespace.clone(), prefix.clone()));
+        insert(&mut bundles, key, m);
+    }
+    let mut out: Vec<Bundle> = bundles.into_values().collect();
+    for b in &mut out {
+        for list in b.members.values_mut() {
+            list.sort_by(|x, y| x.loc.cmp(&y.loc));
+        }
+    }
+    out
+}
+
+fn insert(
+    bundles: &mut BTreeMap<(Option<String>, String), Bundle>,
+    key: (Option<String>, String),
+    member: Member,
+) {
+    let bundle = bundles.entry(key.clone()).or_insert_with(|| Bundle {
+        namespace: key.0,
+        owner: key.1,
+        members: BTreeMap::new(),
+    });
+    bundle.members.entry(member.kind).or_default().push(member);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_names() {
+        assert_eq!(
+            owner_of_name("shop-sessions-credentials"),
+            Some("shop-sessions")
+        );
+        assert_eq!(owner_of_name("-credentials"), None);
+        assert_eq!(owner_of_name("shop"), None);
+        let long = "a".repeat(50);
+        assert_eq!(owner_prefix(&long).len(), 42);
+        assert_eq!(owner_prefix("short"), "short");
+    }
+}

@@ -1,0 +1,265 @@
+//! Rules over a whole bundle: `bundle-incomplete`, `bundle-duplicate`, `role-plan-mismatch`,
+//! `job-wiring` and `job-name-hash`.
+
+use super::{Emit, wiring};
+use crate::bundle::{
+    Bundle, Facts, MEMBER_KINDS, Member, MemberKind, RoleRule, SUFFIX, owner_prefix,
+};
+use sha2::Digest;
+use std::collections::BTreeSet;
+
+pub fn check(bundle: &Bundle, emit: &mut Emit) {
+    let id = bundle.id();
+    incomplete(bundle, &id, emit);
+    duplicates(bundle, &id, emit);
+    role_plan(bundle, &id, emit);
+    if let Some(job) = bundle.first(MemberKind::Job) {
+        if let Facts::Job(facts) = &job.facts {
+            for (loc, message) in wiring::job(facts, &bundle.owner) {
+                emit.add("job-wiring", loc, message, Some(&job.object), Some(&id));
+            }
+        }
+        job_name(bundle, job, &id, emit);
+    }
+}
+
+fn incomplete(bundle: &Bundle, id: &str, emit: &mut Emit) {
+    let Some(anchor) = bundle.anchor() else {
+        return;
+    };
+    for kind in MEMBER_KINDS {
+        if bundle.members.contains_key(&kind) {
+            continue;
+        }
+        let expected = match kind {
+            MemberKind::Job => format!("a Job `{}{SUFFIX}-<h8>`", owner_prefix(&bundle.owner)),
+            _ => format!("`{}{SUFFIX}`", bundle.owner),
+        };
+        emit.add(
+            "bundle-incomplete",
+            anchor.loc.clone(),
+            format!(
+                "bundle {id} has no {}: expected {expected} beside this {}",
+                kind.name(),
+                anchor.kind.name()
+            ),
+            Some(&anchor.object),
+            Some(id),
+        );
+    }
+}
+
+fn duplicates(bundle: &Bundle, id: &str, emit: &mut Emit) {
+    for members in bundle.members.values() {
+        let Some((first, rest)) = members.split_first() else {
+            continue;
+        };
+        for extra in rest {
+            emit.add(
+                "bundle-duplicate",
+                extra.loc.clone(),
+                format!("bundle {id} has a second {}", extra.kind.name()),
+                Some(&extra.object),
+                Some(id),
+            )
+            .label(first.loc.clone(), "the first one");
+        }
+    }
+}
+
+/// Which list of the plan a rule's names must equal.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Shape {
+    Secrets,
+    ExternalSecrets,
+    Generators,
+    Pods,
+}
+
+impl Shape {
+    fn of(group: &str, resource: &str) -> Option<Shape> {
+        match (group, resource) {
+            ("", "secrets") => Some(Shape::Secrets),
+            ("external-secrets.io", "externalsecrets") => Some(Shape::ExternalSecrets),
+            ("generators.external-secrets.io", "passwords") => Some(Shape::Generators),
+            ("", "pods") => Some(Shape::Pods),
+            _ => None,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Shape::Secrets => "get and patch on secrets",
+            Shape::ExternalSecrets => "get and delete on externalsecrets",
+            Shape::Generators => "delete on passwords",
+            Shape::Pods => "get and delete on pods",
+        }
+    }
+
+    fn planned(self) -> &'static str {
+        match self {
+            Shape::Secrets | Shape::ExternalSecrets => "the planned Secrets",
+            Shape::Generators => "retiredGenerators",
+            Shape::Pods => "serverPods",
+        }
+    }
+}
+
+fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
+    let (Some(role), Some(plan)) = (bundle.first(MemberKind::Role), bundle.plan()) else {
+        return;
+    };
+    let Facts::Role(rules) = &role.facts else {
+        return;
+    };
+    let expected = |shape: Shape| -> BTreeSet<&str> {
+        let list = match shape {
+            Shape::Secrets | Shape::ExternalSecrets => &plan.secrets,
+            Shape::Generators => &plan.generators,
+            Shape::Pods if matches!(plan.kind.as_str(), "cache" | "broker") => &plan.pods,
+            Shape::Pods => return BTreeSet::new(),
+        };
+        list.iter().map(String::as_str).collect()
+    };
+    for shape in [
+        Shape::Secrets,
+        Shape::ExternalSecrets,
+        Shape::Generators,
+        Shape::Pods,
+    ] {
+        // The rules that grant this shape by name; create on secrets is the unnamed rule.
+        let granting: Vec<&RoleRule> = rules
+            .iter()
+            .filter(|r| {
+                r.groups
+                    .iter()
+                    .any(|g| r.resources.iter().any(|x| Shape::of(g, x) == Some(shape)))
+                    && !(shape == Shape::Secrets && r.verbs.iter().all(|v| v == "create"))
+            })
+            .collect();
+        // An unnamed rule is `role-unnamed-rule`'s finding; comparing its names means nothing.
+        if granting
+            .iter()
+            .any(|r| r.names.as_ref().is_none_or(Vec::is_empty))
+        {
+            continue;
+        }
+        let want = expected(shape);
+        let have: BTreeSet<&str> = granting
+            .iter()
+            .flat_map(|r| r.names.iter().flatten().map(String::as_str))
+            .collect();
+        for rule in &granting {
+            let extra: Vec<&str> = rule
+                .names
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .filter(|n| !want.contains(n))
+                .collect();
+            if extra.is_empty() {
+                continue;
+            }
+            let message = if want.is_empty() {
+                let why =
+                    if shape == Shape::Pods && !matches!(plan.kind.as_str(), "cache" | "broker") {
+                        format!("a {} has no server pods", plan.kind)
+                    } else {
+                        format!("plan.json has no {}", shape.planned())
+                    };
+                format!(
+                    "the Role grants {} by name, but {why}: the rule is left out when it names nothing",
+                    shape.describe()
+                )
+            } else {
+                format!(
+                    "the Role names {} for {}, which plan.json does not plan ({})",
+                    quote_all(&extra),
+                    shape.describe(),
+                    shape.planned()
+                )
+            };
+            let loc = rule.names_loc.clone().unwrap_or_else(|| rule.loc.clone());
+            emit.add(
+                "role-plan-mismatch",
+                loc,
+                message,
+                Some(&role.object),
+                Some(id),
+            );
+        }
+        let missing: Vec<&str> = want.difference(&have).copied().collect();
+        if !missing.is_empty() {
+            let loc = granting
+                .first()
+                .and_then(|r| r.names_loc.clone())
+                .unwrap_or_else(|| role.loc.clone());
+            emit.add(
+                "role-plan-mismatch",
+                loc,
+                format!(
+                    "the Role does not name {} for {}, which plan.json plans ({}): the Job would \
+                     be refused",
+                    quote_all(&missing),
+                    shape.describe(),
+                    shape.planned()
+                ),
+                Some(&role.object),
+                Some(id),
+            );
+        }
+    }
+}
+
+fn quote_all(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `h8`: the first 8 hex characters of SHA-256 over plan.json, create.py and the image.
+pub fn job_hash(state: &sha2::Sha256, image: &str) -> String {
+    let mut hasher = state.clone();
+    hasher.update(image.as_bytes());
+    hasher
+        .finalize()
+        .iter()
+        .take(4)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+pub fn expected_job_name(owner: &str, h8: &str) -> String {
+    format!("{}{SUFFIX}-{h8}", owner_prefix(owner))
+}
+
+fn job_name(bundle: &Bundle, job: &Member, id: &str, emit: &mut Emit) {
+    let Facts::Job(facts) = &job.facts else {
+        return;
+    };
+    let Some(state) = bundle.config_map().and_then(|cm| cm.hash_state.as_ref()) else {
+        return;
+    };
+    let Some((image, _)) = &facts.image else {
+        return;
+    };
+    let expected = expected_job_name(&bundle.owner, &job_hash(state, image));
+    if facts.name != expected {
+        let cm = bundle.first(MemberKind::ConfigMap).map(|m| m.loc.clone());
+        let finding = emit.add(
+            "job-name-hash",
+            job.loc.clone(),
+            format!(
+                "the Job is named `{}`, but for the plan, program and image it runs it is `{expected}`",
+                facts.name
+            ),
+            Some(&job.object),
+            Some(id),
+        );
+        if let Some(cm) = cm {
+            finding.label(cm, "plan.json and create.py come from here");
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! A run of `credlint check`: every file read and linted on its own (input, object and text
+//! rules; bundle facts kept), then bundles assembled across files and their rules run, then the
+//! findings sorted.
+
+use crate::bundle::{self, Bundle, Member, MemberKind, Owner};
+use crate::catalog::{Catalog, Resource, Validation};
+use crate::cel::{Bound, Cel, Program, Verdict};
+use crate::checks::{Emit, bundle_rules, plan, text, wiring};
+use crate::input::{self, InputError, InputFile};
+use crate::locate::span_for;
+use crate::members::{self, Keep};
+use crate::model::{Finding, ObjectRef, Severity, bundle_id};
+use crate::object::{self, Object};
+use crate::source::Source;
+use crate::yaml::{self, Parsed, Span};
+use std::collections::HashMap;
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The configured CREDENTIALS_IMAGE, if any (`job-image-pinned`).
+    pub credentials_image: Option<String>,
+    pub keep: Keep,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub files: usize,
+    pub documents: usize,
+    pub objects: usize,
+    pub bundles: usize,
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+pub struct Outcome {
+    /// Display paths, indexed by `Loc::file`.
+    pub files: Vec<String>,
+    pub findings: Vec<Finding>,
+    pub summary: Summary,
+    pub bundles: Vec<Bundle>,
+    /// Paths that could not be read: the run exits 2.
+    pub input_errors: Vec<InputError>,
+}
+
+struct ObjectRule {
+    id: &'static str,
+    resources: &'static [&'static Resource],
+    condition: Option<&'static str>,
+    variables: Vec<(String, Program)>,
+    validations: Vec<(Program, &'static Validation)>,
+}
+
+pub struct Engine {
+    catalog: &'static Catalog,
+    cel: Cel,
+    rules: Vec<ObjectRule>,
+    conditions: HashMap<&'static str, Program>,
+    options: Options,
+}
+
+/// What linting one file leaves behind.
+#[derive(Default)]
+struct FileOut {
+    findings: Vec<Finding>,
+    members: Vec<Member>,
+    documents: usize,
+    objects: usize,
+}
+
+/// The condition that says whether an object belongs to a bundle.
+const MEMBER_CONDITION: &str = "credentials-member";
+
+impl Engine {
+    pub fn new(options: Options) -> Result<Engine, String> {
+        let catalog = Catalog::get();
+        let cel = Cel::new();
+        let mut conditions = HashMap::new();
+        for (name, text) in &catalog.conditions {
+            let program = cel
+                .compile(text)
+                .map_err(|e| format!("condition {name}: {e}"))?;
+            conditions.insert(name.as_str(), program);
+        }
+        let mut rules = Vec::new();
+        for rule in &catalog.rules {
+            let Some(object) = &rule.object else { continue };
+            let compile = |text: &str| cel.compile(text).map_err(|e| format!("{}: {e}", rule.id));
+            rules.push(ObjectRule {
+                id: &rule.id,
+                resources: &object.resources,
+                condition: object.condition.as_deref(),
+                variables: object
+                    .variables
+                    .iter()
+                    .map(|(n, e)| Ok((n.clone(), compile(e)?)))
+                    .collect::<Result<_, String>>()?,
+                validations: object
+                    .validations
+                    .iter()
+                    .map(|v| Ok((compile(&v.expression)?, v)))
+                    .collect::<Result<_, String>>()?,
+            });
+        }
+        Ok(Engine {
+            catalog,
+            cel,
+            rules,
+            conditions,
+            options,
+        })
+    }
+
+    pub fn run(&self, inputs: &[InputFile], mut input_errors: Vec<InputError>) -> Outcome {
+        let mut files = Vec::new();
+        let mut findings = Vec::new();
+        let mut members = Vec::new();
+        let mut summary = Summary::default();
+        for (id, file) in inputs.iter().enumerate() {
+            files.push(file.display.clone());
+            match input::read(file) {
+                Ok(bytes) => {
+                    let out = self.lint_bytes(id, &bytes);
+                    summary.documents += out.documents;
+                    summary.objects += out.objects;
+                    findings.extend(out.findings);
+                    members.extend(out.members);
+                }
+                Err(message) => input_errors.push(InputError {
+                    path: file.display.clone(),
+                    message,
+                }),
+            }
+        }
+        summary.files = files.len();
+        let bundles = bundle::assemble(members);
+        let mut emit = Emit::new(self.catalog);
+        for b in &bundles {
+            bundle_rules::check(b, &mut emit);
+        }
+        findings.extend(emit.findings);
+        fix_bundle_ids(&mut findings, &bundles);
+        findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        findings.dedup();
+        summary.bundles = bundles.len();
+        summary.errors = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count();
+        summary.warnings = findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+            .count();
+        Outcome {
+            files,
+            findings,
+            summary,
+            bundles: if self.options.keep.programs {
+                bundles
+            } else {
+                Vec::new()
+            },
+            input_errors,
+        }
+    }
+
+    /// Lints one file's bytes. A document that is not UTF-8 is a `yaml-syntax` finding; the
+    /// file's other documents are still read.
+    fn lint_bytes(&self, file: usize, bytes: &[u8]) -> FileOut {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.lint_text(file, text, &[]),
+            Err(_) => {
+                // Invalid bytes become '?', one for one, so offsets stay those of the file.
+                let mut invalid = Vec::new();
+                let mut clean = Vec::with_capacity(bytes.len());
+                for chunk in bytes.utf8_chunks() {
+                    clean.extend_from_slice(chunk.valid().as_bytes());
+                    for &b in chunk.invalid() {
+                        invalid.push((clean.len(), b));
+                        clean.push(b'?');
+                    }
+                }
+                let text = String::from_utf8(clean).unwrap_or_default();
+                self.lint_text(file, &text, &invalid)
+            }
+        }
+    }
+
+    fn lint_text(&self, file: usize, text: &str, invalid: &[(usize, u8)]) -> FileOut {
+        let source = Source::new(file, text);
+        let mut out = FileOut::default();
+        let mut emit = Emit::new(self.catalog);
+        let mut header_lines = Vec::new();
+        for range in yaml::document_ranges(text) {
+            if let Some(&(at, byte)) = invalid.iter().find(|(at, _)| range.contains(at)) {
+                let loc = source.loc(Span::new(at, at + 1));
+                let message = format!(
+                    "the document is not UTF-8 (byte 0x{byte:02X}); Kubernetes reads UTF-8 only"
+                );
+                emit.add("yaml-syntax", loc, message, None, None);
+                continue;
+            }
+            for parsed in yaml::parse_range(text, range) {
+                match parsed {
+                    Parsed::Error(e) => {
+                        emit.add("yaml-syntax", source.loc(e.span), e.message, None, None);
+                    }
+                    Parsed::Document(doc) => {
+                        if doc.root.is_null() {
+                            continue;
+                        }
+                        out.documents += 1;
+                        for dup in &doc.duplicate_keys {
+                            emit.add(
+                                "yaml-duplicate-key",
+                                source.loc(dup.second),
+                                format!("the key `{}` appears twice in this mapping", dup.key),
+                                None,
+                                None,
+                            )
+                            .label(source.loc(dup.first), "first written here");
+                        }
+                        let mut objects = Vec::new();
+                        object::objects(&doc.root, &mut objects);
+                        for obj in &objects {
+                            out.objects += 1;
+                            self.lint_object(
+                                obj,
+                                &source,
+                                &mut emit,
+                                &mut out.members,
+                                &mut header_lines,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        let mut problems = Vec::new();
+        text::misplaced_pragmas(&source, &header_lines, &mut problems);
+        for (rule, span, message) in problems {
+            emit.add(rule, source.loc(span), message, None, None);
+        }
+        out.findings = emit.findings;
+        out
+    }
+
+    fn lint_object(
+        &self,
+        obj: &Object,
+        source: &Source,
+        emit: &mut Emit,
+        members: &mut Vec<Member>,
+        header_lines: &mut Vec<usize>,
+    ) {
+        let Some(resource) = Resource::of(obj.api_version, obj.kind) else {
+            return;
+        };
+        let bound = self.cel.bind(obj.root);
+        let mut conditions: HashMap<&str, bool> = HashMap::new();
+        let mut holds = |name: &'static str| {
+            *conditions.entry(name).or_insert_with(|| {
+                self.conditions
+                    .get(name)
+                    .is_some_and(|p| self.cel.check(p, &bound) == Verdict::Pass)
+            })
+        };
+        let member_kind = MemberKind::of(obj.kind).filter(|_| holds(MEMBER_CONDITION));
+        let reference = obj.reference();
+        let owner = member_kind.map(|kind| match kind {
+            MemberKind::Job => {
+                match members::member(obj, kind, source, None, Keep::default()).owner {
+                    Owner::Known(o) | Owner::Prefix(o) => o,
+                }
+            }
+            _ => bundle::owner_of_name(obj.name.unwrap_or(""))
+                .unwrap_or("")
+                .to_string(),
+        });
+        let bundle = owner.as_deref().map(|o| bundle_id(obj.namespace, o));
+        let bundle = bundle.as_deref();
+
+        for rule in &self.rules {
+            if !rule.resources.contains(&resource) || rule.condition.is_some_and(|c| !holds(c)) {
+                continue;
+            }
+            self.object_rule(rule, obj, &bound, source, emit, &reference, bundle);
+        }
+
+        let Some(kind) = member_kind else { return };
+        let owner = owner.unwrap_or_default();
+        let mut plan = None;
+        match kind {
+            MemberKind::ConfigMap => {
+                let (read, problems) = plan::check(obj.root, &owner, source);
+                plan = read;
+                for (span, message) in problems {
+                    emit.add(
+                        "plan-invalid",
+                        source.loc(span),
+                        message,
+                        Some(&reference),
+                        bundle,
+                    );
+                }
+                let mut problems = Vec::new();
+                if let Some(line) = text::check_script(obj.root, source, &mut problems) {
+                    header_lines.push(line);
+                }
+                for (rule, span, message) in problems {
+                    emit.add(rule, source.loc(span), message, Some(&reference), bundle);
+                }
+            }
+            MemberKind::RoleBinding => {
+                for (span, message) in wiring::rolebinding(obj.root, &owner, obj.namespace) {
+                    emit.add(
+                        "rolebinding-wiring",
+                        source.loc(span),
+                        message,
+                        Some(&reference),
+                        bundle,
+                    );
+                }
+            }
+            _ => {}
+        }
+        members.push(members::member(obj, kind, source, plan, self.options.keep));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn object_rule(
+        &self,
+        rule: &ObjectRule,
+        obj: &Object,
+        bound: &Bound,
+        source: &Source,
+        emit: &mut Emit,
+        reference: &ObjectRef,
+        bundle: Option<&str>,
+    ) {
+        let image = self.options.credentials_image.as_deref().unwrap_or("");
+        let activation = self
+            .cel
+            .activate(bound, &rule.variables, &[("credentialsImage", image)]);
+        for (program, validation) in &rule.validations {
+            let verdict = activation.check(program);
+            if verdict == Verdict::Pass {
+                continue;
+            }
+            let mut spans: Vec<(Span, Option<String>)> = activation
+                .blame(program, obj.root)
+                .iter()
+                .map(|path| {
+                    let span = span_for(obj.root, path);
+                    let reach = crate::locate::reach(obj.root, path);
+                    let value = reach
+                        .complete
+                        .then(|| reach.node.display_scalar())
+                        .flatten();
+                    (span, value)
+                })
+                .collect();
+            spans.dedup_by(|a, b| a.0 == b.0);
+            if spans.is_empty() {
+                spans.push((obj.anchor().span, None));
+            }
+            for (span, value) in spans {
+                let mut message = match (&validation.detail, value) {
+                    (Some(detail), Some(value)) => {
+                        format!(
+                            "{}. {}",
+                            detail.replace("{value}", &value),
+                            validation.message
+                        )
+                    }
+                    (Some(detail), None) if !detail.contains("{value}") => {
+                        format!("{detail}. {}", validation.message)
+                    }
+                    _ => validation.message.clone(),
+                };
+                if let Verdict::Error(e) = &verdict {
+                    message.push_str(&format!(" (the rule could not be evaluated here: {e})"));
+                }
+                emit.add(rule.id, source.loc(span), message, Some(reference), bundle);
+            }
+        }
+    }
+}
+
+/// Findings about a Job known only by its name's prefix were given the prefix as bundle; the
+/// assembled bundle knows the owner.
+fn fix_bundle_ids(findings: &mut [Finding], bundles: &[Bundle]) {
+    let mut ids: HashMap<&ObjectRef, String> = HashMap::new();
+    for b in bundles {
+        if let Some(jobs) = b.members.get(&MemberKind::Job) {
+            for job in jobs {
+                ids.insert(&job.object, b.id());
+            }
+        }
+    }
+    for f in findings.iter_mut() {
+        if let (Some(object), Some(_)) = (&f.object, &f.bundle)
+            && let Some(id) = ids.get(object)
+        {
+            f.bundle = Some(id.clone());
+        }
+    }
+}
+
+/// Lints in-memory text, for tests and tools: one file, shown as `name`.
+pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, String> {
+    let engine = Engine::new(options)?;
+    let mut out = engine.lint_text(0, text, &[]);
+    let bundles = bundle::assemble(std::mem::take(&mut out.members));
+    let mut emit = Emit::new(engine.catalog);
+    for b in &bundles {
+        bundle_rules::check(b, &mut emit);
+    }
+    let mut findings = out.findings;
+    findings.extend(emit.findings);
+    fix_bundle_ids(&mut findings, &bundles);
+    findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    findings.dedup();
+    let summary = Summary {
+        files: 1,
+        documents: out.documents,
+        objects: out.objects,
+        bundles: bundles.len(),
+        errors: findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count(),
+        warnings: findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+            .count(),
+    };
+    Ok(Outcome {
+        files: vec![name.to_string()],
+        findings,
+        summary,
+        bundles,
+        input_errors: Vec::new(),
+    })
+}

@@ -1,0 +1,208 @@
+//! From a recognised object to its [`Member`]: the owner it belongs to and the facts the
+//! bundle rules need, located while the file's text is at hand.
+
+use crate::bundle::{
+    ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, SUFFIX,
+    Volume, owner_of_name,
+};
+use crate::locate::{Seg, span_for};
+use crate::object::Object;
+use crate::source::Source;
+use crate::yaml::{Node, Value};
+use sha2::Digest;
+
+/// What to keep beyond the facts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keep {
+    /// Keep plan.json and create.py texts (for `simulate`).
+    pub programs: bool,
+}
+
+pub fn member(
+    object: &Object,
+    kind: MemberKind,
+    source: &Source,
+    plan: Option<Plan>,
+    keep: Keep,
+) -> Member {
+    let name = object.name.unwrap_or("");
+    let owner = match kind {
+        MemberKind::Job => job_owner(object.root, name),
+        _ => Owner::Known(owner_of_name(name).unwrap_or(name).to_string()),
+    };
+    let facts = match kind {
+        MemberKind::ServiceAccount => Facts::ServiceAccount,
+        MemberKind::RoleBinding => Facts::RoleBinding,
+        MemberKind::Role => Facts::Role(role_rules(object.root, source)),
+        MemberKind::ConfigMap => {
+            Facts::ConfigMap(Box::new(config_map(object.root, source, plan, keep)))
+        }
+        MemberKind::Job => Facts::Job(Box::new(job(object.root, name, source))),
+    };
+    Member {
+        kind,
+        namespace: object.namespace.map(str::to_string),
+        owner,
+        object: object.reference(),
+        loc: source.loc(object.anchor().span),
+        facts,
+    }
+}
+
+/// A Job belongs to the owner whose ConfigMap it mounts, else whose ServiceAccount it runs as,
+/// else (by its truncated name) to the owner whose first 42 characters it carries.
+fn job_owner(root: &Node, name: &str) -> Owner {
+    let pod = root.at(&["spec", "template", "spec"]);
+    let from_volume = pod
+        .and_then(|p| p.get("volumes"))
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.at(&["configMap", "name"]).and_then(Node::as_str))
+        .find_map(owner_of_name);
+    let from_account = pod
+        .and_then(|p| p.get("serviceAccountName"))
+        .and_then(Node::as_str)
+        .and_then(owner_of_name);
+    if let Some(owner) = from_volume.or(from_account) {
+        return Owner::Known(owner.to_string());
+    }
+    // <owner[:42]>-credentials-<h8>
+    let prefix = name
+        .rsplit_once('-')
+        .and_then(|(head, _)| head.strip_suffix(SUFFIX))
+        .unwrap_or(name);
+    Owner::Prefix(prefix.to_string())
+}
+
+fn strings(node: Option<&Node>) -> Vec<String> {
+    node.and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|n| n.display_scalar())
+        .collect()
+}
+
+fn role_rules(root: &Node, source: &Source) -> Vec<RoleRule> {
+    let Some(rules) = root.get("rules").and_then(Node::as_seq) else {
+        return Vec::new();
+    };
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let names = rule.get("resourceNames").map(|n| strings(Some(n)));
+            let path = [Seg::Key("rules".into()), Seg::Index(i)];
+            RoleRule {
+                groups: strings(rule.get("apiGroups")),
+                resources: strings(rule.get("resources")),
+                verbs: strings(rule.get("verbs")),
+                names,
+                loc: source.loc(span_for(root, &path)),
+                names_loc: rule.entry("resourceNames").map(|e| source.loc(e.key_span)),
+            }
+        })
+        .collect()
+}
+
+fn config_map(root: &Node, source: &Source, plan: Option<Plan>, keep: Keep) -> ConfigMapFacts {
+    let plan_text = root.at(&["data", "plan.json"]).and_then(Node::as_str);
+    let script = root.at(&["data", "create.py"]).and_then(Node::as_str);
+    let hash_state = match (plan_text, script) {
+        (Some(plan_text), Some(script)) => {
+            let mut hasher = sha2::Sha256::new();
+            hasher.update(plan_text.as_bytes());
+            hasher.update(script.as_bytes());
+            Some(hasher)
+        }
+        _ => None,
+    };
+    ConfigMapFacts {
+        plan,
+        hash_state,
+        plan_text: plan_text.filter(|_| keep.programs).map(str::to_string),
+        script: script.filter(|_| keep.programs).map(str::to_string),
+        script_loc: root.at(&["data", "create.py"]).map(|n| source.loc(n.span)),
+    }
+}
+
+fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
+    let pod_path = [
+        Seg::Key("spec".into()),
+        Seg::Key("template".into()),
+        Seg::Key("spec".into()),
+    ];
+    let pod = root.at(&["spec", "template", "spec"]);
+    let loc_of = |node: &Node| source.loc(node.span);
+    let service_account = pod
+        .and_then(|p| p.get("serviceAccountName"))
+        .and_then(|n| Some((n.as_str()?.to_string(), loc_of(n))));
+    let volumes = pod
+        .and_then(|p| p.get("volumes"))
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .map(|v| Volume {
+            name: v
+                .get("name")
+                .and_then(Node::as_str)
+                .unwrap_or("")
+                .to_string(),
+            config_map: v
+                .at(&["configMap", "name"])
+                .and_then(Node::as_str)
+                .map(str::to_string),
+            loc: source.loc(
+                v.at(&["configMap", "name"])
+                    .or_else(|| v.get("name"))
+                    .map_or(v.span, |n| n.span),
+            ),
+        })
+        .collect();
+    let container = pod
+        .and_then(|p| p.get("containers"))
+        .and_then(Node::as_seq)
+        .and_then(|c| c.first());
+    let mut container_path = pod_path.to_vec();
+    container_path.extend([Seg::Key("containers".into()), Seg::Index(0)]);
+    let mounts = container
+        .and_then(|c| c.get("volumeMounts"))
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .map(|m| Mount {
+            volume: m
+                .get("name")
+                .and_then(Node::as_str)
+                .unwrap_or("")
+                .to_string(),
+            path: m
+                .get("mountPath")
+                .and_then(Node::as_str)
+                .unwrap_or("")
+                .to_string(),
+            loc: source.loc(m.get("mountPath").map_or(m.span, |n| n.span)),
+        })
+        .collect();
+    let command_node = container.and_then(|c| c.entry("command").or_else(|| c.entry("args")));
+    let mut command = strings(container.and_then(|c| c.get("command")));
+    command.extend(strings(container.and_then(|c| c.get("args"))));
+    JobFacts {
+        name: name.to_string(),
+        pod_loc: source.loc(span_for(root, &pod_path)),
+        service_account,
+        volumes,
+        container_loc: container.map(|_| source.loc(span_for(root, &container_path))),
+        mounts,
+        command,
+        command_loc: command_node.map(|e| source.loc(e.key_span)),
+        image: container
+            .and_then(|c| c.get("image"))
+            .and_then(|n| Some((n.as_str()?.to_string(), loc_of(n)))),
+    }
+}
+
+/// Whether a node is a string scalar written as a literal block (`|`).
+pub fn is_literal_block(node: &Node) -> bool {
+    matches!(node.value, Value::Str(_)) && node.style == crate::yaml::Style::Literal
+}

@@ -1,0 +1,110 @@
+//! `--format json`: one object on standard output, exactly as cli.md describes it. Findings
+//! that refer to a second place carry it in `related` (an extension).
+
+use crate::engine::Outcome;
+use crate::model::Finding;
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Report<'a> {
+    version: u32,
+    summary: Summary,
+    findings: Vec<JsonFinding<'a>>,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    files: usize,
+    documents: usize,
+    objects: usize,
+    bundles: usize,
+    errors: usize,
+    warnings: usize,
+}
+
+#[derive(Serialize)]
+struct JsonObject<'a> {
+    kind: &'a str,
+    namespace: Option<&'a str>,
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+pub struct JsonFinding<'a> {
+    rule: &'a str,
+    severity: &'a str,
+    message: &'a str,
+    file: &'a str,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+    object: Option<JsonObject<'a>>,
+    bundle: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    related: Vec<Related<'a>>,
+}
+
+#[derive(Serialize)]
+struct Related<'a> {
+    message: &'a str,
+    file: &'a str,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+}
+
+pub fn finding<'a>(f: &'a Finding, files: &'a [String]) -> JsonFinding<'a> {
+    let file = |i: usize| files.get(i).map_or("", String::as_str);
+    JsonFinding {
+        rule: &f.rule,
+        severity: f.severity.as_str(),
+        message: &f.message,
+        file: file(f.loc.file),
+        line: f.loc.line,
+        column: f.loc.column,
+        end_line: f.loc.end_line,
+        end_column: f.loc.end_column,
+        object: f.object.as_ref().map(|o| JsonObject {
+            kind: &o.kind,
+            namespace: o.namespace.as_deref(),
+            name: &o.name,
+        }),
+        bundle: f.bundle.as_deref(),
+        related: f
+            .labels
+            .iter()
+            .map(|l| Related {
+                message: &l.message,
+                file: file(l.loc.file),
+                line: l.loc.line,
+                column: l.loc.column,
+                end_line: l.loc.end_line,
+                end_column: l.loc.end_column,
+            })
+            .collect(),
+    }
+}
+
+pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let s = &outcome.summary;
+    let report = Report {
+        version: 1,
+        summary: Summary {
+            files: s.files,
+            documents: s.documents,
+            objects: s.objects,
+            bundles: s.bundles,
+            errors: s.errors,
+            warnings: s.warnings,
+        },
+        findings: outcome
+            .findings
+            .iter()
+            .map(|f| finding(f, &outcome.files))
+            .collect(),
+    };
+    serde_json::to_writer_pretty(&mut *out, &report)?;
+    writeln!(out)
+}

@@ -1,0 +1,209 @@
+//! `--format text`: each finding as a miette diagnostic (rule id, message, the offending node
+//! labelled in its source, the remediation as help), then a summary line.
+//!
+//! miette's stock sources scan from the start of the file for every diagnostic; the source here
+//! keeps a line index, so a finding near the end of a 40 MB file renders in microseconds.
+
+use super::Texts;
+use crate::catalog::Catalog;
+use crate::engine::Outcome;
+use crate::model::{Finding, Severity};
+use crate::source::LineIndex;
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, MietteError,
+    MietteSpanContents, SourceCode, SourceSpan, SpanContents,
+};
+use std::collections::HashMap;
+
+/// A file's text with its line index, as miette reads it.
+pub struct IndexedSource {
+    name: String,
+    text: String,
+    lines: LineIndex,
+}
+
+impl IndexedSource {
+    pub fn new(name: String, text: String) -> Self {
+        let lines = LineIndex::new(&text);
+        IndexedSource { name, text, lines }
+    }
+}
+
+impl SourceCode for IndexedSource {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let start = span.offset();
+        let end = start + span.len();
+        if end > self.text.len() {
+            return Err(MietteError::OutOfBounds);
+        }
+        let first = self.lines.line_of(start).saturating_sub(before);
+        let last_line = self
+            .lines
+            .line_of(end.saturating_sub(usize::from(!span.is_empty())).max(start));
+        let last = (last_line + after).min(self.lines.line_count() - 1);
+        let window_start = self.lines.line_start(first).unwrap_or(0);
+        let window_end = self
+            .lines
+            .line_start(last + 1)
+            .map_or(self.text.len(), |next| next.saturating_sub(1));
+        let window_end = window_end.max(window_start);
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            &self.text.as_bytes()[window_start..window_end],
+            SourceSpan::new(window_start.into(), window_end - window_start),
+            first,
+            0,
+            last - first + 1,
+        )))
+    }
+}
+
+pub struct Style {
+    pub color: bool,
+}
+
+pub fn write(
+    outcome: &Outcome,
+    texts: &Texts,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let catalog = Catalog::get();
+    let theme = if style.color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme).with_context_lines(1);
+    let mut sources: HashMap<usize, Option<std::sync::Arc<IndexedSource>>> = HashMap::new();
+    for finding in &outcome.findings {
+        let source = sources
+            .entry(finding.loc.file)
+            .or_insert_with(|| {
+                let name = outcome.files.get(finding.loc.file)?.clone();
+                texts
+                    .read(outcome, finding.loc.file)
+                    .map(|t| std::sync::Arc::new(IndexedSource::new(name, t)))
+            })
+            .clone();
+        let diagnostic = diagnostic(finding, catalog, outcome, source.is_some());
+        let mut rendered = String::new();
+        let report = match source {
+            Some(src) => miette::Report::new(diagnostic).with_source_code(SharedSource(src)),
+            None => miette::Report::new(diagnostic),
+        };
+        if handler
+            .render_report(&mut rendered, report.as_ref())
+            .is_err()
+        {
+            rendered = format!("{}: {}\n", finding.rule, finding.message);
+        }
+        if source_missing(&sources, finding) {
+            let file = outcome
+                .files
+                .get(finding.loc.file)
+                .map_or("", String::as_str);
+            rendered.push_str(&format!(
+                "  at {file}:{}:{}\n",
+                finding.loc.line, finding.loc.column
+            ));
+        }
+        writeln!(out, "{rendered}")?;
+    }
+    let s = &outcome.summary;
+    writeln!(
+        out,
+        "{} {}, {} {} in {} {} ({} {}, {} {}, {} {})",
+        s.errors,
+        plural(s.errors, "error", "errors"),
+        s.warnings,
+        plural(s.warnings, "warning", "warnings"),
+        s.documents,
+        plural(s.documents, "document", "documents"),
+        s.objects,
+        plural(s.objects, "object", "objects"),
+        s.bundles,
+        plural(s.bundles, "bundle", "bundles"),
+        s.files,
+        plural(s.files, "file", "files"),
+    )
+}
+
+fn source_missing(
+    sources: &HashMap<usize, Option<std::sync::Arc<IndexedSource>>>,
+    f: &Finding,
+) -> bool {
+    sources.get(&f.loc.file).is_none_or(Option::is_none)
+}
+
+fn plural(n: usize, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 { one } else { many }
+}
+
+struct SharedSource(std::sync::Arc<IndexedSource>);
+
+impl SourceCode for SharedSource {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        self.0.read_span(span, before, after)
+    }
+}
+
+fn diagnostic(
+    f: &Finding,
+    catalog: &Catalog,
+    outcome: &Outcome,
+    with_source: bool,
+) -> MietteDiagnostic {
+    let severity = match f.severity {
+        Severity::Error => miette::Severity::Error,
+        Severity::Warning => miette::Severity::Warning,
+    };
+    let mut d = MietteDiagnostic::new(f.message.clone())
+        .with_code(f.rule.clone())
+        .with_severity(severity);
+    if let Some(rule) = catalog.rule(&f.rule) {
+        d = d.with_help(rule.remediation.clone());
+    }
+    if with_source {
+        let mut labels = vec![LabeledSpan::new_primary_with_span(
+            Some(label_text(f)),
+            (f.loc.span.start(), f.loc.span.len()),
+        )];
+        for l in &f.labels {
+            if l.loc.file == f.loc.file {
+                labels.push(LabeledSpan::new_with_span(
+                    Some(l.message.clone()),
+                    (l.loc.span.start(), l.loc.span.len()),
+                ));
+            } else {
+                let file = outcome.files.get(l.loc.file).map_or("", String::as_str);
+                d.help = Some(format!(
+                    "{}\nsee {file}:{}:{}: {}",
+                    d.help.unwrap_or_default(),
+                    l.loc.line,
+                    l.loc.column,
+                    l.message
+                ));
+            }
+        }
+        d = d.with_labels(labels);
+    }
+    d
+}
+
+fn label_text(f: &Finding) -> String {
+    match &f.object {
+        Some(o) => format!("{} {}", o.kind, o.name),
+        None => "here".to_string(),
+    }
+}
