@@ -1,0 +1,198 @@
+//! Fixtures per rule, beside their expectations, and the clean renderings.
+//!
+//! `fixtures/<rule-id>/` holds `bad-*` entries (a file, or a folder linted as one input) and
+//! `good-*` entries. Every finding of every bad entry is listed in `expect.txt` as
+//! `entry:line:column rule`, in output order; each bad entry must show the folder's rule at least
+//! once; a good entry yields no finding at all. `options.yaml` may set `credentialsImage` for the
+//! folder. `UPDATE_FIXTURES=1 cargo test --test fixtures` rewrites the expect.txt files; review
+//! the diff like any code change.
+
+use credlint::catalog::Catalog;
+use credlint::engine::{Engine, Options};
+use credlint::input;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// Folders of `fixtures/` that belong to no single rule.
+const SHARED: &[&str] = &["clean", "demo", "runtime"];
+
+fn lint(path: &Path, options: Options) -> Vec<(String, usize, usize, String)> {
+    let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &[]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let engine = Engine::new(options).expect("the catalog compiles");
+    let outcome = engine.run(&files, Vec::new());
+    assert!(
+        outcome.input_errors.is_empty(),
+        "{:?}",
+        outcome.input_errors
+    );
+    outcome
+        .findings
+        .iter()
+        .map(|f| {
+            let file = Path::new(&outcome.files[f.loc.file]);
+            let base = path.parent().unwrap_or(path);
+            let shown = file
+                .strip_prefix(base)
+                .unwrap_or(file)
+                .to_string_lossy()
+                .into_owned();
+            (shown, f.loc.line, f.loc.column, f.rule.clone())
+        })
+        .collect()
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("bad-") || name.starts_with("good-")
+        })
+        .collect();
+    entries.sort();
+    entries
+}
+
+fn options_for(dir: &Path) -> Options {
+    let mut options = Options::default();
+    if let Ok(text) = std::fs::read_to_string(dir.join("options.yaml")) {
+        for line in text.lines() {
+            if let Some(image) = line.strip_prefix("credentialsImage:") {
+                options.credentials_image = Some(image.trim().trim_matches('"').to_string());
+            }
+        }
+    }
+    options
+}
+
+#[test]
+fn every_rule_has_fixtures_and_every_fixture_folder_a_rule() {
+    let catalog = Catalog::get();
+    let mut folders = BTreeSet::new();
+    for entry in std::fs::read_dir(fixtures()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.path().is_dir() {
+            folders.insert(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    for folder in &folders {
+        if SHARED.contains(&folder.as_str()) {
+            continue;
+        }
+        assert!(
+            catalog.rule(folder).is_some(),
+            "fixtures/{folder} names no rule"
+        );
+    }
+    for rule in &catalog.rules {
+        assert!(
+            folders.contains(&rule.id),
+            "rule {} has no fixtures/{}/",
+            rule.id,
+            rule.id
+        );
+        let all = entries(&fixtures().join(&rule.id));
+        let name = |p: &PathBuf| p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            all.iter().any(|p| name(p).starts_with("bad-")),
+            "{} has no bad fixture",
+            rule.id
+        );
+        assert!(
+            all.iter().any(|p| name(p).starts_with("good-")),
+            "{} has no good fixture",
+            rule.id
+        );
+    }
+}
+
+#[test]
+fn rules_fire_where_the_fixtures_say_and_nowhere_else() {
+    let catalog = Catalog::get();
+    let update = std::env::var_os("UPDATE_FIXTURES").is_some();
+    let mut failures = Vec::new();
+    for rule in &catalog.rules {
+        let dir = fixtures().join(&rule.id);
+        if !dir.is_dir() {
+            continue;
+        }
+        let mut actual = Vec::new();
+        for entry in entries(&dir) {
+            let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+            let findings = lint(&entry, options_for(&dir));
+            if name.starts_with("good-") {
+                if !findings.is_empty() {
+                    failures.push(format!("{}/{name} should be clean: {findings:?}", rule.id));
+                }
+                continue;
+            }
+            if !findings.iter().any(|f| f.3 == rule.id) {
+                failures.push(format!("{}/{name} does not show {}", rule.id, rule.id));
+            }
+            actual.extend(
+                findings
+                    .iter()
+                    .map(|(file, line, col, r)| format!("{file}:{line}:{col} {r}")),
+            );
+        }
+        let expect_path = dir.join("expect.txt");
+        if update {
+            let mut text = actual.join("\n");
+            text.push('\n');
+            std::fs::write(&expect_path, text).unwrap();
+            continue;
+        }
+        let expected: Vec<String> = std::fs::read_to_string(&expect_path)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect();
+        if expected != actual {
+            failures.push(format!(
+                "{}/expect.txt differs\n  expected: {expected:#?}\n  actual:   {actual:#?}",
+                rule.id
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn clean_renderings_are_current() {
+    let root = fixtures().join("clean");
+    let script = credlint::render::clean_script();
+    for (path, content) in credlint::render::clean_renderings(&script) {
+        let on_disk = std::fs::read_to_string(root.join(&path)).unwrap_or_default();
+        assert!(
+            on_disk == content,
+            "fixtures/clean/{path} is stale: run `cargo run --example fixtures`"
+        );
+    }
+}
+
+#[test]
+fn every_clean_rendering_yields_no_finding() {
+    let root = fixtures().join("clean");
+    let all = lint(&root, Options::default());
+    assert_eq!(all, vec![], "fixtures/clean as a whole");
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        // Each file holds whole bundles, except the folders that split one across files.
+        let findings = lint(&path, Options::default());
+        assert_eq!(findings, vec![], "{}", path.display());
+    }
+    let engine = Engine::new(Options::default()).unwrap();
+    let (files, _) = input::collect(&[root.to_string_lossy().into_owned()], &[]);
+    let outcome = engine.run(&files, Vec::new());
+    assert_eq!(
+        outcome.summary.bundles, 13,
+        "every rendering is recognised as a bundle"
+    );
+}
