@@ -681,3 +681,44 @@ fn quantity_grammar() {
         assert!(!is_quantity(bad), "{bad}");
     }
 }
+
+/// Cost per Job: `cargo test --release --lib schema::tests::cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing; run in release"]
+fn cost() {
+    use std::hint::black_box;
+    use std::time::Instant;
+    let time = |label: &str, text: &str| {
+        let Some(Parsed::Document(d)) = parse(text).into_iter().next() else {
+            panic!()
+        };
+        let rounds = 20_000;
+        let start = Instant::now();
+        for _ in 0..rounds {
+            black_box(check(black_box(&d.root), "batch/v1", "Job"));
+        }
+        let per = start.elapsed() / rounds;
+        println!("{label}: {per:?} per Job");
+    };
+    time("correct Job", JOB);
+    time(
+        "Job with one type error (two passes)",
+        &edit(
+            JOB,
+            "readOnlyRootFilesystem: true",
+            "readOnlyRootFilesystem: 'true'",
+        ),
+    );
+    let Some(Parsed::Document(d)) = parse(JOB).into_iter().next() else {
+        panic!()
+    };
+    let start = Instant::now();
+    for _ in 0..20_000 {
+        let job: Result<Job, _> = crate::yaml::de::from_node(black_box(&d.root));
+        black_box(job.is_ok());
+    }
+    println!(
+        "baseline, plain deserialize without serde_ignored: {:?} per Job",
+        start.elapsed() / 20_000
+    );
+}

@@ -271,7 +271,7 @@ pub fn describe(node: &Node<'_>) -> String {
 fn shorten(s: &str) -> String {
     let line = s.lines().next().unwrap_or("");
     let mut out: String = line.chars().take(40).collect();
-    if out.len() < s.len() {
+    if out != s.trim_end_matches('\n') {
         out.push('…');
     }
     out
