@@ -1,7 +1,7 @@
 //! credlint: lints rendered Kubernetes manifests against the ADR-072 credentials-bundle contract.
 //!
 //! Dependencies point one way: `cli` -> `engine` -> {`bundle`, `catalog`, `cel`, `checks`,
-//! `members`} -> {`model`, `source`, `locate`, `yaml`}.
+//! `members`, `schema`} -> {`model`, `source`, `locate`, `yaml`}.
 
 pub mod block;
 pub mod bundle;
@@ -18,5 +18,6 @@ pub mod model;
 pub mod object;
 pub mod render;
 pub mod report;
+pub mod schema;
 pub mod source;
 pub mod yaml;

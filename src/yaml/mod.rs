@@ -3,6 +3,7 @@
 //! bounded alias expansion and nesting so that a hostile file cannot exhaust memory or stack.
 
 mod build;
+pub mod de;
 pub mod node;
 mod resolve;
 mod split;
