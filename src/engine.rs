@@ -357,7 +357,7 @@ impl Engine {
                     let reach = crate::locate::reach(obj.root, path);
                     let value = reach
                         .complete
-                        .then(|| reach.node.display_scalar())
+                        .then(|| reach.node.display_for_message())
                         .flatten();
                     (span, value)
                 })
