@@ -279,18 +279,33 @@ impl Engine {
         let bundle = owner.as_deref().map(|o| bundle_id(obj.namespace, o));
         let bundle = bundle.as_deref();
 
+        let schema_issues = match member_kind {
+            Some(_) => crate::schema::check(obj.root, obj.api_version, obj.kind),
+            None => Vec::new(),
+        };
+        // The API server refuses an object with a schema error before any policy sees it, so a
+        // rule that cannot even evaluate on it would only repeat the schema finding.
+        let admitted = schema_issues.is_empty();
+        for issue in schema_issues {
+            emit.add(
+                "schema",
+                source.loc(issue.span),
+                issue.message,
+                Some(&reference),
+                bundle,
+            );
+        }
         for rule in &self.rules {
             if !rule.resources.contains(&resource) || rule.condition.is_some_and(|c| !holds(c)) {
                 continue;
             }
-            self.object_rule(rule, obj, &bound, source, emit, &reference, bundle);
+            self.object_rule(
+                rule, obj, &bound, source, emit, &reference, bundle, admitted,
+            );
         }
 
         let Some(kind) = member_kind else { return };
         let owner = owner.unwrap_or_default();
-        for issue in crate::schema::check(obj.root, obj.api_version, obj.kind) {
-            emit.add("schema", source.loc(issue.span), issue.message, Some(&reference), bundle);
-        }
         let mut plan = None;
         match kind {
             MemberKind::ConfigMap => {
@@ -339,6 +354,7 @@ impl Engine {
         emit: &mut Emit,
         reference: &ObjectRef,
         bundle: Option<&str>,
+        admitted: bool,
     ) {
         let image = self.options.credentials_image.as_deref().unwrap_or("");
         let activation = self
@@ -346,7 +362,7 @@ impl Engine {
             .activate(bound, &rule.variables, &[("credentialsImage", image)]);
         for (program, validation) in &rule.validations {
             let verdict = activation.check(program);
-            if verdict == Verdict::Pass {
+            if verdict == Verdict::Pass || (!admitted && matches!(verdict, Verdict::Error(_))) {
                 continue;
             }
             let mut spans: Vec<(Span, Option<String>)> = activation

@@ -171,7 +171,8 @@ impl<'a> Node<'a> {
     pub fn display_for_message(&self) -> Option<String> {
         match &self.value {
             Value::Str(s) => {
-                let plain = super::resolve::resolve(std::borrow::Cow::Borrowed(s.as_ref()), true, None);
+                let plain =
+                    super::resolve::resolve(std::borrow::Cow::Borrowed(s.as_ref()), true, None);
                 Some(match plain {
                     Ok(Value::Str(_)) => s.to_string(),
                     _ => format!("'{s}'"),
