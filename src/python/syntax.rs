@@ -48,7 +48,18 @@ fn newer(what: &str, version: &str) -> String {
 /// The syntax finding for the whole script: at most one, the earliest.
 pub(super) fn check(_tree: &Tree, facts: &Facts<'_>, src: &str) -> Vec<ScriptFinding> {
     // On a tie the candidate offered first stays: the specific ones go before the parser's.
-    let mut best = facts.syntax.clone();
+    let mut best = facts.syntax.certain.clone();
+    // The tree is trustworthy up to the first place the parser had to recover.
+    let recovered_at = [facts.first_error, facts.first_missing]
+        .into_iter()
+        .flatten()
+        .map(|n| (n.start_position().row, n.start_position().column))
+        .min();
+    if let Some(shape) = facts.syntax.shape.first()
+        && recovered_at.is_none_or(|at| (shape.start_line, shape.start_byte_col) < at)
+    {
+        offer(&mut best, shape.clone());
+    }
     if let Some(nul) = src.find('\0') {
         let before = &src[..nul];
         let line = before.matches('\n').count();
@@ -79,12 +90,7 @@ pub(super) fn check(_tree: &Tree, facts: &Facts<'_>, src: &str) -> Vec<ScriptFin
         }
     }
     if let Some(missing) = facts.first_missing {
-        let expected = expected_name(missing.kind());
-        let message = match expected {
-            Some(name) => format!("invalid syntax: expected {name}"),
-            None => "invalid syntax: the statement is incomplete".to_string(),
-        };
-        offer(&mut best, at(missing, message));
+        offer(&mut best, describe_missing(missing));
     }
     best
 }
@@ -100,14 +106,29 @@ fn expected_name(kind: &str) -> Option<String> {
     }
 }
 
+/// The earliest problems the walk found, in two kinds.
+#[derive(Default)]
+pub(super) struct Candidates {
+    /// Problems in the text itself (a Python 2 form, a prefix, syntax newer than 3.9).
+    certain: Vec<ScriptFinding>,
+    /// Problems read from the shape of the tree (indentation, a `break` outside a loop). Past
+    /// the first place the parser had to recover from an error that shape is a guess, so these
+    /// only count before it.
+    shape: Vec<ScriptFinding>,
+}
+
 /// Per-node checks, called by the walk with the node's context and ancestors.
 pub(super) fn visit(
     node: Node<'_>,
     ctx: Ctx,
     stack: &[Frame<'_>],
     src: &str,
-    best: &mut Vec<ScriptFinding>,
+    found: &mut Candidates,
 ) {
+    let Candidates {
+        certain: best,
+        shape,
+    } = found;
     match node.kind() {
         "print_statement" => offer(
             best,
@@ -174,16 +195,29 @@ pub(super) fn visit(
             let keyword = node.child(0).unwrap_or(node);
             offer(best, at(keyword, newer("a `match` statement", "3.10")));
         }
-        "type_alias_statement" => {
+        "type_alias_statement" if is_type_alias(node, src) => {
             let keyword = node.child(0).unwrap_or(node);
             offer(best, at(keyword, newer("a `type` alias", "3.12")));
         }
-        "type_parameter" => {
+        // The grammar also calls the subscript of an annotation (`Dict[str, int]`) a
+        // type_parameter; only the list after a def or class name is the 3.12 syntax.
+        "type_parameter"
+            if stack.last().is_some_and(|parent| {
+                parent.via == Some("type_parameters")
+                    && matches!(
+                        parent.node.kind(),
+                        "function_definition" | "class_definition"
+                    )
+            }) =>
+        {
             offer(best, at(node, newer("a type parameter list", "3.12")));
         }
         "return_statement" if !ctx.in_func => {
             let keyword = node.child(0).unwrap_or(node);
-            offer(best, at(keyword, "`return` outside a function".to_string()));
+            offer(
+                shape,
+                at(keyword, "`return` outside a function".to_string()),
+            );
         }
         "break_statement" | "continue_statement" if !ctx.in_loop => {
             let word = if node.kind() == "break_statement" {
@@ -191,18 +225,46 @@ pub(super) fn visit(
             } else {
                 "continue"
             };
-            offer(best, at(node, format!("`{word}` outside a loop")));
+            offer(shape, at(node, format!("`{word}` outside a loop")));
         }
         "argument_list" => check_arguments(node, best),
-        "module" => check_statements(node, None, src, best),
+        "try_statement" => {
+            let mut cursor = node.walk();
+            let handled = node
+                .children(&mut cursor)
+                .any(|c| matches!(c.kind(), "except_clause" | "finally_clause"));
+            if !handled {
+                let keyword = node.child(0).unwrap_or(node);
+                offer(
+                    shape,
+                    at(
+                        keyword,
+                        "`try` needs an `except` or `finally` block".to_string(),
+                    ),
+                );
+            }
+        }
+        "assignment"
+            if node.child_by_field_name("type").is_some()
+                && stack.last().is_some_and(|p| p.node.kind() == "assignment") =>
+        {
+            offer(
+                best,
+                at(
+                    node,
+                    "invalid syntax: an annotated assignment cannot follow `=`".to_string(),
+                ),
+            );
+        }
+        "module" => check_statements(node, None, src, shape),
         "block" => {
             if let Some(parent) = stack.last() {
-                check_statements(node, Some(parent.node), src, best);
+                check_statements(node, Some(parent.node), src, shape);
             }
         }
         "elif_clause" | "else_clause" | "finally_clause" => {
             if let Some(parent) = stack.last() {
-                check_clause_alignment(node, parent.node, src, best);
+                check_clause_alignment(node, parent.node, src, shape);
             }
         }
         _ => {}
@@ -210,8 +272,27 @@ pub(super) fn visit(
     if node.kind() == "except_clause"
         && let Some(parent) = stack.last()
     {
-        check_clause_alignment(node, parent.node, src, best);
+        check_clause_alignment(node, parent.node, src, shape);
     }
+}
+
+/// `type X = ...` or `type X[T] = ...`. The grammar also reads `type(obj).attr = value` (a
+/// call of the builtin `type`) as an alias; that is not one.
+fn is_type_alias(node: Node<'_>, src: &str) -> bool {
+    let Some(keyword) = node.child(0) else {
+        return false;
+    };
+    let spaced = src
+        .get(keyword.end_byte()..)
+        .is_some_and(|rest| rest.starts_with([' ', '\t', '\\']));
+    let name = node
+        .child_by_field_name("left")
+        .and_then(|left| left.named_child(0))
+        .map(|inner| match inner.kind() {
+            "generic_type" => inner.named_child(0),
+            _ => Some(inner),
+        });
+    spaced && matches!(name, Some(Some(n)) if n.kind() == "identifier")
 }
 
 fn check_except(node: Node<'_>, src: &str, best: &mut Vec<ScriptFinding>) {
@@ -283,6 +364,28 @@ fn check_string(node: Node<'_>, src: &str, best: &mut Vec<ScriptFinding>) {
     }
     if sorted.contains('f') {
         check_fstring(node, quote, src, best);
+    }
+    if quote.len() == 1 {
+        check_single_line(node, src, best);
+    }
+}
+
+/// A `'...'` or `"..."` string ends at its line; the grammar lets it run on.
+fn check_single_line(node: Node<'_>, src: &str, best: &mut Vec<ScriptFinding>) {
+    let mut cursor = node.walk();
+    for part in node.children(&mut cursor) {
+        if part.kind() != "string_content" {
+            continue;
+        }
+        let content = text(part, src);
+        let mut escaped = false;
+        for c in content.chars() {
+            if c == '\n' && !escaped {
+                offer(best, at(node, "unterminated string literal".to_string()));
+                return;
+            }
+            escaped = c == '\\' && !escaped;
+        }
     }
 }
 
@@ -541,6 +644,21 @@ fn check_statements(
     };
     let mut previous: Option<Node<'_>> = None;
     for statement in &statements {
+        if let Some(before) = previous
+            && before.end_position().row == statement.start_position().row
+            && !src
+                .get(before.end_byte()..statement.start_byte())
+                .unwrap_or(";")
+                .contains(';')
+        {
+            offer(
+                best,
+                at(
+                    *statement,
+                    "invalid syntax: statements on one line need a `;` between them".to_string(),
+                ),
+            );
+        }
         if let Some(indent) = leading_indent(*statement, src) {
             match indent.compare(level) {
                 Some(Ordering::Equal) => {}
@@ -696,16 +814,31 @@ fn check_brackets(brackets: &[Node<'_>], src: &str) -> Option<(ScriptFinding, bo
 
 /// Describes an ERROR node: the first token the parser could not take, and what it wanted.
 fn describe_error(error: Node<'_>, src: &str) -> ScriptFinding {
-    let leaves = leaves(error, 400);
+    let (error, from) = match narrow(error) {
+        Narrowed::Missing(missing) => return describe_missing(missing),
+        Narrowed::Tokens(error, from) => (error, from),
+    };
+    let leaves: Vec<Node<'_>> = leaves(error, 200_000)
+        .into_iter()
+        .filter(|leaf| leaf.start_byte() >= from)
+        .collect();
     let Some(first) = leaves.first().copied() else {
         return at(error, "invalid syntax".to_string());
     };
     let first_text = text(first, src);
-    if first.kind() == "string_start"
+    let quote_like = first.kind() == "string_start"
         || first_text
             .trim_start_matches(|c: char| c.is_ascii_alphabetic())
-            .starts_with(['"', '\''])
-    {
+            .starts_with(['"', '\'']);
+    // A string_start inside a whole `string` node is a string that did end; one on its own is
+    // an opening quote the scanner never closed.
+    let closed = first.parent().is_some_and(|p| {
+        let mut cursor = p.walk();
+        p.kind() == "string"
+            && p.children(&mut cursor)
+                .any(|c| c.kind() == "string_end" && !c.is_missing())
+    });
+    if quote_like && !closed {
         return at(first, "unterminated string literal".to_string());
     }
     let language = error.language();
@@ -719,15 +852,19 @@ fn describe_error(error: Node<'_>, src: &str) -> ScriptFinding {
             continue;
         };
         let symbol = token.grammar_id();
+        let next_line = token.start_position().row > previous.end_position().row;
         let mut valid = false;
         let mut wanted: Vec<String> = Vec::new();
         let mut wants_name = false;
         for candidate in lookahead.by_ref() {
-            if candidate == symbol || candidate == token.kind_id() {
+            let name = language.node_kind_for_id(candidate).unwrap_or("");
+            // Line ends and indentation are tokens the tree does not keep: across lines, the
+            // question is whether the line could end there.
+            let line_break = matches!(name, "_newline" | "_indent" | "_dedent");
+            if candidate == symbol || candidate == token.kind_id() || (next_line && line_break) {
                 valid = true;
                 break;
             }
-            let name = language.node_kind_for_id(candidate).unwrap_or("");
             if name == "identifier" {
                 wants_name = true;
             } else if !language.node_kind_is_named(candidate)
@@ -749,7 +886,7 @@ fn describe_error(error: Node<'_>, src: &str) -> ScriptFinding {
             [one] => format!("; expected {one}"),
             [init @ .., last] => format!("; expected {} or {last}", init.join(", ")),
         };
-        if token.start_position().row > previous.end_position().row {
+        if next_line {
             let after = short(text(*previous, src), 30);
             let point = previous.end_position();
             return between(
@@ -768,6 +905,84 @@ fn describe_error(error: Node<'_>, src: &str) -> ScriptFinding {
     at(first, format!("invalid syntax at `{near}`"))
 }
 
+enum Narrowed<'t> {
+    /// The problem is a token the parser inserted.
+    Missing(Node<'t>),
+    /// The problem is among the tokens of this ERROR node from this byte on.
+    Tokens(Node<'t>, usize),
+}
+
+/// Error recovery can wrap whole statements that parsed fine in one ERROR node (a broken
+/// function can swallow a module). Skips those and goes down to the part that did not parse.
+fn narrow(mut error: Node<'_>) -> Narrowed<'_> {
+    loop {
+        let mut cursor = error.walk();
+        let broken = error.children(&mut cursor).find(|child| {
+            let complete = child.is_named()
+                && !child.has_error()
+                && (child.kind().ends_with("_statement")
+                    || child.kind().ends_with("_definition")
+                    || child.kind() == "decorated_definition");
+            !complete && !child.is_extra()
+        });
+        let Some(broken) = broken else {
+            return Narrowed::Tokens(error, error.start_byte());
+        };
+        if broken.is_missing() {
+            return Narrowed::Missing(broken);
+        }
+        if broken.is_error() {
+            error = broken;
+            continue;
+        }
+        if !broken.has_error() {
+            return Narrowed::Tokens(error, broken.start_byte());
+        }
+        match first_error_below(broken) {
+            Some(inner) if inner.is_missing() => return Narrowed::Missing(inner),
+            Some(inner) => error = inner,
+            None => return Narrowed::Tokens(error, broken.start_byte()),
+        }
+    }
+}
+
+/// The first ERROR or MISSING node under `node`, in document order.
+fn first_error_below(node: Node<'_>) -> Option<Node<'_>> {
+    let mut cursor = node.walk();
+    let mut depth = 0usize;
+    loop {
+        let current = cursor.node();
+        if depth > 0 && (current.is_error() || current.is_missing()) {
+            return Some(current);
+        }
+        // Only subtrees that contain an error are worth entering.
+        if current.has_error() && cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if depth == 0 {
+                return None;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return None;
+            }
+            depth -= 1;
+        }
+    }
+}
+
+fn describe_missing(missing: Node<'_>) -> ScriptFinding {
+    let message = match expected_name(missing.kind()) {
+        Some(name) => format!("invalid syntax: expected {name}"),
+        None => "invalid syntax: the statement is incomplete".to_string(),
+    };
+    at(missing, message)
+}
+
 /// The first `limit` tokens under `node`, in order, without MISSING ones.
 fn leaves<'t>(node: Node<'t>, limit: usize) -> Vec<Node<'t>> {
     let mut out = Vec::new();
@@ -776,7 +991,11 @@ fn leaves<'t>(node: Node<'t>, limit: usize) -> Vec<Node<'t>> {
     loop {
         let current = cursor.node();
         if current.child_count() == 0 {
-            if !current.is_missing() && current.end_byte() > current.start_byte() {
+            // Comments are extras: the parse states around them say nothing.
+            if !current.is_missing()
+                && !current.is_extra()
+                && current.end_byte() > current.start_byte()
+            {
                 out.push(current);
                 if out.len() >= limit {
                     return out;

@@ -346,6 +346,54 @@ fn syntax_newer_than_python_3_9_is_reported_with_its_version() {
 }
 
 #[test]
+fn forms_the_grammar_accepts_but_python_rejects_are_syntax_errors() {
+    let cases: [(&str, Pos, Pos, &str); 4] = [
+        (
+            "x = \"a\nb\"\n",
+            (0, 4),
+            (0, 5),
+            "unterminated string literal",
+        ),
+        (
+            "f(1)\nraise E(\"\nthe end\")\n",
+            (1, 8),
+            (2, 8),
+            "unterminated string literal",
+        ),
+        ("s = m.group:(0)\n", (0, 4), (0, 15), "annotated assignment"),
+        (
+            "try:\n    x = 1\ny = 2\n",
+            (0, 0),
+            (0, 3),
+            "`try` needs an `except`",
+        ),
+    ];
+    for (script, start, end, says) in cases {
+        assert_only(script, RULE_SYNTAX, start, end, says);
+    }
+    assert_only(
+        "def f[T](x):\n    pass\n",
+        RULE_SYNTAX,
+        (0, 5),
+        (0, 8),
+        "needs Python 3.12",
+    );
+    // Mostly an ERROR node; in this longer program the grammar took it silently.
+    let joined = CLEAN.replace("TOKEN})\n    return conn", "TOKEN})return\n    return conn");
+    assert_only(&joined, RULE_SYNTAX, (159, 80), (159, 86), "need a `;`");
+    // The grammar's own oddities must not become findings on valid code.
+    assert_clean(concat!(
+        "x = \"a\\\nb\"\n",
+        "f(x); g(y)\n",
+        "n: int = 1\n",
+        "type(obj).attr = 1\n",
+        "profiles: Dict[str, List[int]] = {}\n",
+        "def g(a: Dict[str, int]) -> Optional[str]:\n    pass\n",
+        "try:\n    pass\nfinally:\n    pass\n",
+    ));
+}
+
+#[test]
 fn only_the_first_syntax_error_is_reported() {
     assert_only(
         "print \"a\"\nprint \"b\"\nx = (\n",

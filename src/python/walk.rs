@@ -8,7 +8,6 @@ use std::collections::HashMap;
 
 use tree_sitter::{Node, Tree};
 
-use super::ScriptFinding;
 use super::syntax;
 use super::text::{callee_name, last_name, text};
 
@@ -57,7 +56,7 @@ pub(super) struct Facts<'t> {
     pub strings: Vec<Node<'t>>,
     pub bindings: HashMap<(usize, String), Binding<'t>>,
     /// Syntax problems found from a node and its ancestors; `syntax::check` picks the first.
-    pub syntax: Vec<ScriptFinding>,
+    pub syntax: syntax::Candidates,
     pub first_error: Option<Node<'t>>,
     pub first_missing: Option<Node<'t>>,
     /// Bracket tokens in document order, for matching them as Python's tokenizer does.
