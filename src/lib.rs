@@ -16,6 +16,7 @@ pub mod locate;
 pub mod members;
 pub mod model;
 pub mod object;
+pub mod python;
 pub mod render;
 pub mod report;
 pub mod schema;
