@@ -324,6 +324,17 @@ impl Engine {
                 if let Some(line) = text::check_script(obj.root, source, &mut problems) {
                     header_lines.push(line);
                 }
+                if let Some(script) = obj.root.at(&["data", "create.py"]) {
+                    for f in crate::checks::runtime::check(script, source) {
+                        emit.add(
+                            f.rule,
+                            source.loc(f.span),
+                            f.message,
+                            Some(&reference),
+                            bundle,
+                        );
+                    }
+                }
                 for (rule, span, message) in problems {
                     emit.add(rule, source.loc(span), message, Some(&reference), bundle);
                 }
