@@ -20,7 +20,7 @@ pub const FINALIZE_DELAY: Duration = Duration::from_millis(50);
 pub const POD_TERMINATING: Duration = Duration::from_millis(60);
 pub const POD_REPLACED: Duration = Duration::from_millis(120);
 /// A namespace quota, so that a runaway program cannot fill memory with Secrets.
-const MAX_SECRETS: usize = 256;
+const MAX_SECRETS: usize = 64;
 const MAX_EVENTS: usize = 10_000;
 const TIMESTAMP: &str = "2026-11-01T00:00:00Z";
 
@@ -365,12 +365,17 @@ impl Cluster {
         self.secrets.keys().cloned().collect()
     }
 
-    /// Every stored value, decoded, so that output can be scrubbed of them.
+    /// Every stored value up to 4 KiB (longer ones cannot fit the quoted stderr), raw and
+    /// decoded, so that output can be scrubbed of them.
     pub fn all_values(&self) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         for secret in self.secrets.values() {
             if let Some(data) = secret.get("data").and_then(Value::as_object) {
-                for v in data.values().filter_map(Value::as_str) {
+                for v in data
+                    .values()
+                    .filter_map(Value::as_str)
+                    .filter(|v| v.len() <= 4096)
+                {
                     out.push(v.as_bytes().to_vec());
                     if let Ok(bytes) = B64.decode(v) {
                         out.push(bytes);

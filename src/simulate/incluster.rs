@@ -170,7 +170,11 @@ const HOOK: &str = r#"# Written by `credlint simulate` for one run and removed w
 import builtins as _builtins
 import io as _io
 import os as _os
-import ssl as _ssl
+
+try:
+    import ssl as _ssl
+except ImportError:  # an interpreter without OpenSSL: the program cannot use HTTPS anyway
+    _ssl = None
 
 _TARGET = __TARGET__
 _PREFIXES = __PREFIXES__
@@ -225,28 +229,24 @@ for _name in ("open", "stat", "lstat", "access", "listdir", "scandir", "readlink
         if isinstance(_set, set) and _original in _set:
             _set.add(_wrapped)
 
-_load_verify_locations = _ssl.SSLContext.load_verify_locations
+if _ssl is not None:
+    _load_verify_locations = _ssl.SSLContext.load_verify_locations
+    _load_cert_chain = _ssl.SSLContext.load_cert_chain
 
+    def _verify_locations(self, cafile=None, capath=None, cadata=None):
+        return _load_verify_locations(
+            self,
+            None if cafile is None else _redirect(cafile),
+            None if capath is None else _redirect(capath),
+            cadata,
+        )
 
-def _verify_locations(self, cafile=None, capath=None, cadata=None):
-    return _load_verify_locations(
-        self,
-        None if cafile is None else _redirect(cafile),
-        None if capath is None else _redirect(capath),
-        cadata,
-    )
+    def _cert_chain(self, certfile, keyfile=None, password=None):
+        keyfile = None if keyfile is None else _redirect(keyfile)
+        return _load_cert_chain(self, _redirect(certfile), keyfile, password)
 
-
-_ssl.SSLContext.load_verify_locations = _verify_locations
-_load_cert_chain = _ssl.SSLContext.load_cert_chain
-
-
-def _cert_chain(self, certfile, keyfile=None, password=None):
-    return _load_cert_chain(self, _redirect(certfile), None if keyfile is None else _redirect(keyfile), password)
-
-
-_ssl.SSLContext.load_cert_chain = _cert_chain
-del _name, _original, _wrapped
+    _ssl.SSLContext.load_verify_locations = _verify_locations
+    _ssl.SSLContext.load_cert_chain = _cert_chain
 "#;
 
 /// Writes the service-account files and the hook into `dir`.

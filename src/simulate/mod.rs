@@ -270,7 +270,7 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
     let timeout_text = format!("{:.1} s", opts.timeout.as_secs_f64());
     let mut findings = Vec::new();
     for def in scenario::scenarios(!templates.is_empty()) {
-        let mut seen_values = Vec::new();
+        let mut seen_values = std::collections::BTreeSet::new();
         let mut judge = {
             let mut cluster = lock(&ctx.cluster);
             *cluster = Cluster::new(&bundle.namespace);

@@ -370,10 +370,13 @@ pub fn snapshot(cluster: &Cluster) -> Snapshot {
         .collect()
 }
 
-/// Hides every known value (raw or base64) in text the program printed.
-pub fn redact(text: &str, values: &[Vec<u8>]) -> String {
+/// Hides every known value (raw or base64) in text the program printed, longest first so that
+/// a value inside another is not left half visible.
+pub fn redact(text: &str, values: &BTreeSet<Vec<u8>>) -> String {
+    let mut sorted: Vec<&Vec<u8>> = values.iter().collect();
+    sorted.sort_by_key(|v| std::cmp::Reverse(v.len()));
     let mut out = text.to_string();
-    for v in values {
+    for v in sorted {
         if let Ok(s) = std::str::from_utf8(v)
             && s.len() >= 4
         {
@@ -447,7 +450,7 @@ impl<'a> Judge<'a> {
         cluster: &mut Cluster,
         before: &Snapshot,
         timeout_text: &str,
-        seen_values: &[Vec<u8>],
+        seen_values: &BTreeSet<Vec<u8>>,
     ) {
         let events = std::mem::take(&mut cluster.events);
         let remote_secret = if self.expect == Expect::Stop {

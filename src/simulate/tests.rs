@@ -1003,3 +1003,66 @@ fn a_deleted_pod_is_replaced_with_a_new_uid() {
         403
     );
 }
+
+const SELF_CHECK: &str = "# -*- coding: utf-8 -*-\r\n# \u{fc}n\u{ef}code \u{2713}, a CRLF line, no final newline\nimport hashlib, os, socket, ssl, sys, urllib.error, urllib.request\nsa = \"/var/run/secrets/kubernetes.io/serviceaccount\"\nassert len(sys.argv) == 2 and os.path.basename(sys.argv[0]) == \"create.py\"\nassert os.path.basename(sys.argv[1]) == \"plan.json\"\nme = hashlib.sha256(open(sys.argv[0], \"rb\").read()).hexdigest()\nplan = hashlib.sha256(open(sys.argv[1], \"rb\").read()).hexdigest()\nctx = ssl.create_default_context(cafile=sa + \"/ca.crt\")\nctx.verify_flags |= ssl.VERIFY_X509_STRICT\nhost, port = os.environ[\"KUBERNETES_SERVICE_HOST\"], os.environ[\"KUBERNETES_SERVICE_PORT\"]\nns = open(sa + \"/namespace\").read()\nreq = urllib.request.Request(\"https://%s:%s/api/v1/namespaces/%s/secrets/shop-api-session\" % (host, port, ns))\nreq.add_header(\"Authorization\", \"Bearer \" + open(sa + \"/token\").read())\ntry:\n    code = urllib.request.urlopen(req, context=ctx).status\nexcept urllib.error.HTTPError as err:\n    code = err.code\nwith socket.create_connection((host, int(port))) as raw:\n    with ctx.wrap_socket(raw, server_hostname=\"kubernetes.default.svc\") as tls:\n        tls.sendall(b\"GET /version HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n\")\n        head = tls.recv(8).decode()\nsys.stderr.write(\"checks ok %s %s %d %s\" % (me, plan, code, head))\nsys.exit(3)";
+
+/// The program file is the bundle's bytes, argv is the Job's, and the server's certificate
+/// passes strict X.509 checks (Python 3.13's default) for both SAN forms.
+#[test]
+fn the_program_runs_unmodified_as_the_job_runs_it() {
+    use sha2::{Digest, Sha256};
+    let case = Case::of("component");
+    let bundle = case.bundle(SELF_CHECK);
+    let hex = |b: &[u8]| {
+        Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<String>()
+    };
+    let expected = format!(
+        "checks ok {} {} 404 HTTP/1.1",
+        hex(SELF_CHECK.as_bytes()),
+        hex(bundle.plan_json.as_bytes())
+    );
+    let findings = simulate(&bundle, &opts()).unwrap();
+    let failed = findings
+        .iter()
+        .find(|f| f.rule == "runtime-failed" && f.scenario == "a-empty-namespace" && f.run == 1)
+        .unwrap_or_else(|| panic!("{}", describe(&findings)));
+    assert!(
+        failed.message.contains(&expected),
+        "{}\nwanted {expected}",
+        failed.message
+    );
+}
+
+#[test]
+fn a_panicking_handler_ends_its_connection_only_and_stopping_closes_the_port() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    let handler = Arc::new(|mut stream: TcpStream, _stop: &AtomicBool| {
+        let mut byte = [0u8; 1];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while stream.read(&mut byte).is_err() && Instant::now() < deadline {}
+        assert_ne!(byte[0], b'p', "a handler panic that this test provokes");
+        let _ = stream.write_all(b"ok");
+    });
+    let mut service = server::Service::start("test", handler).unwrap();
+    let port = service.port();
+    let mut first = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    first.write_all(b"p").unwrap();
+    let mut got = Vec::new();
+    let _ = first.read_to_end(&mut got);
+    assert!(got.is_empty());
+    let mut second = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    second.write_all(b"x").unwrap();
+    let mut got = Vec::new();
+    second.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"ok");
+    service.stop();
+    assert!(!listening(port));
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+}
