@@ -97,6 +97,11 @@ fn tail(path: &Path, max: u64) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// None: a timeout too large to add to the clock, i.e. no deadline.
+fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
 /// Why a run could not happen.
 pub enum RunError {
     /// The interpreter could not be started.
@@ -132,8 +137,8 @@ pub fn resolve_python(
         child: command.spawn().map_err(RunError::Spawn)?,
         reaped: false,
     };
-    let deadline = Instant::now() + timeout;
-    while !guard.exited() && Instant::now() < deadline {
+    let deadline = deadline_after(timeout);
+    while !guard.exited() && deadline.is_none_or(|d| Instant::now() < d) {
         thread::sleep(Duration::from_millis(3));
     }
     let succeeded = guard.exited() && guard.finish().is_ok_and(|s| s.success());
@@ -173,7 +178,7 @@ pub fn run(
         child: command.spawn().map_err(RunError::Spawn)?,
         reaped: false,
     };
-    let deadline = Instant::now() + timeout;
+    let deadline = deadline_after(timeout);
     let exit = loop {
         if guard.exited() {
             let status = guard.finish().map_err(RunError::Spawn)?;
@@ -183,7 +188,7 @@ pub fn run(
                 (None, None) => Exit::Signal(0),
             };
         }
-        if Instant::now() >= deadline {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             guard.finish().map_err(RunError::Spawn)?;
             break Exit::TimedOut;
         }

@@ -271,7 +271,7 @@ fn read_chunked(
         let Ok(size) = usize::from_str_radix(size_hex, 16) else {
             return Err(ReadError::Bad(400, "bad chunk size"));
         };
-        if body.len() + size > MAX_BODY {
+        if size > MAX_BODY - body.len() {
             return Err(ReadError::Bad(413, "request body too large"));
         }
         buf.drain(..line_end + 2);
@@ -465,4 +465,71 @@ pub fn serve_api_connection(ctx: &ApiContext, stream: TcpStream, stop: &AtomicBo
     }
     tls.conn.send_close_notify();
     let _ = tls.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(bytes: &[u8]) -> Result<HttpRequest, ReadError> {
+        let mut stream = io::Cursor::new(bytes.to_vec());
+        read_request(&mut stream, &mut Vec::new(), &AtomicBool::new(false))
+    }
+
+    #[test]
+    fn requests_parse_with_length_or_chunks() {
+        let req = read(b"PATCH /api/v1/x?a=b HTTP/1.1\r\nContent-Type: application/json-patch+json\r\nContent-Length: 2\r\n\r\n[]").ok().unwrap();
+        assert_eq!(
+            (req.method.as_str(), req.path.as_str(), req.query.as_str()),
+            ("PATCH", "/api/v1/x", "a=b")
+        );
+        assert_eq!(
+            req.header("content-type"),
+            Some("application/json-patch+json")
+        );
+        assert_eq!(req.body, b"[]");
+        assert!(req.keep_alive);
+        let req = read(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nT: 1\r\n\r\n").ok().unwrap();
+        assert_eq!(req.body, b"abcde");
+        assert!(!req.keep_alive);
+    }
+
+    #[test]
+    fn malformed_requests_are_refused_without_panicking() {
+        let bad: &[&[u8]] = &[
+            b"GET\r\n\r\n",
+            b"GET / HTTP/2\r\n\r\n",
+            b"GET x HTTP/1.1\r\n\r\n",
+            b"GET / HTTP/1.1\r\nno colon\r\n\r\n",
+            b"GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+            b"GET / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+            b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n",
+            b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        ];
+        for bytes in bad {
+            assert!(
+                matches!(read(bytes), Err(ReadError::Bad(..))),
+                "{}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+        // Truncated input ends the connection.
+        for bytes in [
+            &b"GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab"[..],
+            b"GET / HTTP/1.1\r\n",
+            b"",
+        ] {
+            assert!(matches!(read(bytes), Err(ReadError::Closed)));
+        }
+        let huge = vec![b'a'; MAX_HEAD + 10];
+        assert!(matches!(read(&huge), Err(ReadError::Bad(431, _))));
+    }
+
+    #[test]
+    fn labels_are_printable_and_bounded() {
+        assert_eq!(request_label("GET", "/a", ""), "GET /a");
+        assert_eq!(request_label("GET", "/a", "watch=1"), "GET /a?watch=1");
+        assert_eq!(request_label("GET", "/a\u{1b}[31m", ""), "GET /a?[31m");
+        assert!(request_label("GET", &"x".repeat(1000), "").chars().count() <= 303);
+    }
 }
