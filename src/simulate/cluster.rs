@@ -62,6 +62,8 @@ pub enum Event {
         name: String,
         running: bool,
         accepted: bool,
+        /// Its server answers a probe with neither success nor a refusal.
+        unclear: bool,
         terminating: bool,
     },
     /// Another authorized write (e.g. to a resource the fake serves no further).
@@ -185,6 +187,8 @@ struct PodInstance {
 pub struct Pod {
     pub template: PodTemplate,
     pub replacement: Replacement,
+    /// Its server (and its replacement's) answers probes with neither success nor refusal.
+    pub unclear: bool,
     instance: Option<PodInstance>,
     replacement_due: Option<Instant>,
 }
@@ -331,6 +335,7 @@ impl Cluster {
         template: PodTemplate,
         password: Option<Vec<u8>>,
         replacement: Replacement,
+        unclear: bool,
     ) {
         let uid = self.new_uid();
         let rv = self.next_rv();
@@ -345,6 +350,7 @@ impl Cluster {
             Pod {
                 template,
                 replacement,
+                unclear,
                 instance: Some(instance),
                 replacement_due: None,
             },
@@ -435,10 +441,12 @@ impl Cluster {
         }
     }
 
-    /// The password a pod's server accepts, if it is running (a probe listener asks this).
-    pub fn pod_password(&mut self, name: &str) -> Option<Vec<u8>> {
+    /// The password a pod's server accepts, if it is running, and whether its answers are
+    /// unclear (a probe listener asks this).
+    pub fn pod_server(&mut self, name: &str) -> Option<(Vec<u8>, bool)> {
         self.settle(Instant::now());
-        self.pods.get(name)?.instance.as_ref()?.password.clone()
+        let pod = self.pods.get(name)?;
+        Some((pod.instance.as_ref()?.password.clone()?, pod.unclear))
     }
 
     /// Whether every running pod accepts the value its Secret holds now.
@@ -1163,6 +1171,7 @@ impl Cluster {
                     name: info.name.clone(),
                     running: instance.password.is_some(),
                     accepted,
+                    unclear: self.pods.get(&info.name).is_some_and(|p| p.unclear),
                     terminating: instance.deleted_at.is_some(),
                 });
                 let now = Instant::now();

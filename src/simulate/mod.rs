@@ -49,8 +49,10 @@
 //! - `f-repair-wrong-server` (cache and broker with server pods): complete Secrets, but each
 //!   server runs with another password (issue #316); its replacement reads the Secret.
 //! - `g-server-still-wrong` (same): as (f), but the replacement refuses too.
+//! - `h-unclear-answer` (same): complete Secrets, servers started with them, but answering
+//!   probes with neither success nor a refusal (Valkey still loading; NATS silent).
 //!
-//! Success (a, b, c, e, f): exit 0 and the end state of points 2-4 (every planned key present;
+//! Success (a, b, c, e, f, h): exit 0 and the end state of points 2-4 (every planned key present;
 //! in c the ExternalSecrets and retired generators gone and the Secrets free of ExternalSecret
 //! ownerReferences, the tracking id and the instance label; in f every server accepts its
 //! Secret). Stop (d): a non-zero exit and no write request at all. Exit 2 (g), after deleting
@@ -159,8 +161,8 @@ pub const RULES: [&str; 8] = [
     scenario::INCOMPLETE,
 ];
 
-/// The scenario ids, in the order they run (f and g only for a cache or broker with pods).
-pub const SCENARIOS: [&str; 7] = [
+/// The scenario ids, in the order they run (f, g and h only for a cache or broker with pods).
+pub const SCENARIOS: [&str; 8] = [
     scenario::A_EMPTY,
     scenario::B_PARTIAL,
     scenario::C_ADOPT,
@@ -168,6 +170,7 @@ pub const SCENARIOS: [&str; 7] = [
     scenario::E_FORCED,
     scenario::F_REPAIR,
     scenario::G_STILL_WRONG,
+    scenario::H_UNCLEAR,
 ];
 
 /// Why a simulation could not run at all.
@@ -282,7 +285,7 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
             let before = {
                 let mut cluster = lock(&ctx.cluster);
                 if run == 2 && def.pods_between_runs {
-                    scenario::start_pods(&mut cluster, &plan, &templates, None)
+                    scenario::start_pods(&mut cluster, &templates, scenario::PodStart::Current)
                         .map_err(temp_err)?;
                 }
                 cluster.events.clear();

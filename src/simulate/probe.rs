@@ -2,7 +2,8 @@
 //! "its" cache or broker (ADR-072 point 4) reaches a server that this run controls and never a
 //! real service on the machine. Each answers with the password its pod started with: RESP
 //! `AUTH` for Valkey, `CONNECT` + `PING` for NATS (which checks the password alone). A pod that
-//! is not running closes the connection at once, which a correct program treats as no answer.
+//! is not running closes the connection at once, and one marked unclear answers neither yes nor
+//! no; a correct program treats both as no answer and restarts nothing.
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -29,12 +30,21 @@ pub fn serve_probe(
     mut stream: TcpStream,
     stop: &AtomicBool,
 ) {
-    let Some(password) = lock(&ctx.cluster).pod_password(pod) else {
+    let Some((password, unclear)) = lock(&ctx.cluster).pod_server(pod) else {
         return;
     };
-    match protocol {
-        Protocol::Valkey => serve_valkey(&mut stream, &password, stop),
-        Protocol::Nats => serve_nats(&mut stream, &password, stop),
+    match (protocol, unclear) {
+        // Still loading its data: it answers, but neither yes nor no.
+        (Protocol::Valkey, true) => {
+            let _ = stream.write_all(b"-LOADING Valkey is loading the dataset in memory\r\n");
+        }
+        // Greets, then goes away without a word on the credentials.
+        (Protocol::Nats, true) => {
+            let _ = stream
+                .write_all(b"INFO {\"server_id\":\"credlint-fake\",\"auth_required\":true}\r\n");
+        }
+        (Protocol::Valkey, false) => serve_valkey(&mut stream, &password, stop),
+        (Protocol::Nats, false) => serve_nats(&mut stream, &password, stop),
     }
 }
 

@@ -21,6 +21,7 @@ pub const D_REMOTE: &str = "d-remote-externalsecret";
 pub const E_FORCED: &str = "e-forced-second-run";
 pub const F_REPAIR: &str = "f-repair-wrong-server";
 pub const G_STILL_WRONG: &str = "g-server-still-wrong";
+pub const H_UNCLEAR: &str = "h-unclear-answer";
 
 pub const UNAUTHORIZED: &str = "runtime-unauthorized-request";
 pub const VALUE_REWRITTEN: &str = "runtime-value-rewritten";
@@ -195,6 +196,7 @@ pub fn scenarios(with_pods: bool) -> Vec<ScenarioDef> {
     if with_pods {
         out.push(def(F_REPAIR, Expect::Success, false));
         out.push(def(G_STILL_WRONG, Expect::ExitTwo, false));
+        out.push(def(H_UNCLEAR, Expect::Success, false));
     }
     out
 }
@@ -213,31 +215,43 @@ fn values_for(keys: &[(String, usize)]) -> io::Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// Starts each server pod with the value its Secret holds now (not running if it has none),
-/// or with `stale` values that its Secret does not hold.
+/// How the server pods of a scenario start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodStart {
+    /// With the value their Secret holds now (not running if it has none).
+    Current,
+    /// With another value (issue #316); the replacement reads the Secret, or refuses again.
+    Stale { keep_refusing: bool },
+    /// With the current value, but their servers answer probes unclearly.
+    Unclear,
+}
+
 pub fn start_pods(
     cluster: &mut Cluster,
-    plan: &Plan,
     templates: &[(String, PodTemplate)],
-    stale: Option<bool>,
+    start: PodStart,
 ) -> io::Result<()> {
-    let _ = plan;
     for (name, template) in templates {
-        match stale {
-            None => {
-                let current = cluster.secret_value(&template.secret, &template.key);
-                cluster.seed_pod(name, template.clone(), current, Replacement::FromSecret);
-            }
-            Some(keep_refusing) => {
+        let current = cluster.secret_value(&template.secret, &template.key);
+        let (password, replacement) = match start {
+            PodStart::Current | PodStart::Unclear => (current, Replacement::FromSecret),
+            PodStart::Stale { keep_refusing } => {
                 let old = random_token(32)?.into_bytes();
                 let replacement = if keep_refusing {
                     Replacement::Stale(old.clone())
                 } else {
                     Replacement::FromSecret
                 };
-                cluster.seed_pod(name, template.clone(), Some(old), replacement);
+                (Some(old), replacement)
             }
-        }
+        };
+        cluster.seed_pod(
+            name,
+            template.clone(),
+            password,
+            replacement,
+            start == PodStart::Unclear,
+        );
     }
     Ok(())
 }
@@ -261,7 +275,7 @@ pub fn setup(
                     "metadata": {"name": s.name}, "data": encode_all(&values)}),
                 );
             }
-            start_pods(cluster, plan, templates, None)?;
+            start_pods(cluster, templates, PodStart::Current)?;
         }
         C_ADOPT | D_REMOTE => {
             for g in &plan.retired {
@@ -271,9 +285,9 @@ pub fn setup(
                 let remote = id == D_REMOTE && i + 1 == plan.secrets.len();
                 seed_external_secret(cluster, &ns, plan, i, s, remote)?;
             }
-            start_pods(cluster, plan, templates, None)?;
+            start_pods(cluster, templates, PodStart::Current)?;
         }
-        F_REPAIR | G_STILL_WRONG => {
+        F_REPAIR | G_STILL_WRONG | H_UNCLEAR => {
             for s in &plan.secrets {
                 let values = values_for(&s.keys)?;
                 cluster.seed_secret(
@@ -281,7 +295,16 @@ pub fn setup(
                     "metadata": {"name": s.name}, "data": encode_all(&values)}),
                 );
             }
-            start_pods(cluster, plan, templates, Some(id == G_STILL_WRONG))?;
+            let start = match id {
+                F_REPAIR => PodStart::Stale {
+                    keep_refusing: false,
+                },
+                G_STILL_WRONG => PodStart::Stale {
+                    keep_refusing: true,
+                },
+                _ => PodStart::Unclear,
+            };
+            start_pods(cluster, templates, start)?;
         }
         _ => {}
     }
@@ -593,7 +616,7 @@ impl<'a> Judge<'a> {
                     self.push(ADOPTS_FOREIGN, run, Some(request), format!("deleted Password generator {name} {before_stop}"));
                 }
             }
-            Event::PodDeleted { request, name, running, accepted, terminating } => {
+            Event::PodDeleted { request, name, running, accepted, unclear, terminating } => {
                 ctx.wrote = true;
                 if stop {
                     self.push(ADOPTS_FOREIGN, run, Some(request), format!("deleted pod {name} {before_stop}"));
@@ -605,6 +628,10 @@ impl<'a> Judge<'a> {
                     format!("deleted pod {name} a second time in one run: a refusing server is deleted once (ADR-072 point 4)")
                 } else if !running {
                     format!("deleted pod {name}, which was not running: only a running server that refuses its password is restarted (ADR-072 point 4)")
+                } else if *unclear {
+                    format!(
+                        "deleted pod {name}, whose server gave no clear answer: an unknown answer never restarts a pod (ADR-072 point 4)"
+                    )
                 } else if *accepted {
                     format!("deleted pod {name}, whose server accepts its Secret's password: a correct server is never restarted (ADR-072 point 4)")
                 } else {
