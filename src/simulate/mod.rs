@@ -20,12 +20,22 @@
 //! `ssl.SSLContext.load_verify_locations`/`load_cert_chain`, which OpenSSL reads in C. Limits:
 //! a program that reads the files through a subprocess, `ctypes` or the private `_io` module
 //! sees the real path (and, outside a cluster, no file); a program started with `-I`/`-S`
-//! would skip the hook, but the command line is ours. Verified as non-root by the tests, which
-//! run the Python child as `nobody` through `setpriv` where it is available.
+//! would skip the hook, but the command line is ours. Non-root: the tests run the Python child
+//! as `nobody` through `setpriv` when they run as root (the hook checks and a whole
+//! simulation), and the test binary itself has been run as `nobody` (`setpriv --reuid=65534`,
+//! `PATH=/usr/bin:/bin`) with the same results: nothing here needs a privilege.
+//!
+//! A bare interpreter name (the default `python3`) is resolved once per simulation to the
+//! interpreter's `sys.executable`, because a version manager's shim (pyenv's is a shell script)
+//! costs more to start than the program; a path is used as given.
 //!
 //! # The fake cluster
 //! See `server` (HTTP/1.1 over rustls, threads), `rbac` (the authorizer) and `cluster` (what the
-//! API server and the controllers do). The server pods of a cache or broker report
+//! API server and the controllers do). Not modelled: server-side apply (415), watch streams (an
+//! authorized watch gets an empty answer), list paging, admission (e.g. immutable Secrets,
+//! label syntax), and the RoleBinding (the Role is taken as bound to the program's
+//! ServiceAccount; the static checks judge the binding). A write that changes nothing keeps
+//! its resourceVersion, as etcd storage does; every other write bumps it. The server pods of a cache or broker report
 //! `status.podIP: 127.0.0.1` and a container port where a fake Valkey or NATS server of this
 //! run listens (`probe`), so a probe never reaches a real service and the one-time repair of
 //! ADR-072 point 4 is exercised: each pod reads the first planned Secret's `password` key (or its
@@ -61,8 +71,11 @@
 //! # Findings
 //! The five rules of the issue plus three this module adds: `runtime-needless-write` (a write
 //! that changed nothing, or any Secret write in a second run: the e2e compares
-//! resourceVersions), `runtime-restarts-server` (a correct, not running or already deleted
-//! server pod deleted) and `runtime-incomplete` (exit as expected, end state not). A request the
+//! resourceVersions), `runtime-restarts-server` (deleting a server pod that accepts its
+//! password, is not running, answered unclearly, or was already deleted in this run) and
+//! `runtime-incomplete` (the exit is as expected but the end state is not, or exit 0 where the
+//! program must stop or exit 2). In d every write request is `runtime-adopts-foreign`. A run
+//! that times out is `runtime-failed`, and its scenario's second run is skipped. A request the
 //! Role denies yields only `runtime-unauthorized-request`; the other rules judge what the program
 //! did with the rights it has. Values are kept as SHA-256 hashes and scrubbed from the stderr
 //! that `runtime-failed` quotes; nothing prints a value.
