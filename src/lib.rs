@@ -20,5 +20,6 @@ pub mod python;
 pub mod render;
 pub mod report;
 pub mod schema;
+pub mod simulate;
 pub mod source;
 pub mod yaml;
