@@ -21,5 +21,6 @@ pub mod render;
 pub mod report;
 pub mod schema;
 pub mod simulate;
+pub mod simulation;
 pub mod source;
 pub mod yaml;

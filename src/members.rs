@@ -122,7 +122,11 @@ fn config_map(root: &Node, source: &Source, plan: Option<Plan>, keep: Keep) -> C
         hash_state,
         plan_text: plan_text.filter(|_| keep.programs).map(str::to_string),
         script: script.filter(|_| keep.programs).map(str::to_string),
-        script_loc: root.at(&["data", "create.py"]).map(|n| source.loc(n.span)),
+        // Findings about the program as a whole point at its key.
+        script_loc: root
+            .get("data")
+            .and_then(|d| d.entry("create.py"))
+            .map(|e| source.loc(e.key_span)),
     }
 }
 

@@ -46,7 +46,9 @@ impl IndexedSource {
         while !self.text.is_char_boundary(from) {
             from -= 1;
         }
-        let mut to = (end.min(start + CLIP_MARGIN) + CLIP_MARGIN).min(line_end).max(from);
+        let mut to = (end.min(start + CLIP_MARGIN) + CLIP_MARGIN)
+            .min(line_end)
+            .max(from);
         while !self.text.is_char_boundary(to) {
             to += 1;
         }
