@@ -1089,3 +1089,13 @@ fn broken_restarts_on_unclear_answer() {
         describe(&findings)
     );
 }
+
+#[test]
+fn broken_does_nothing() {
+    let findings = assert_caught("does-nothing.py");
+    assert!(
+        findings.iter().all(|f| f.rule == "runtime-incomplete"),
+        "{}",
+        describe(&findings)
+    );
+}
