@@ -289,7 +289,13 @@ impl Engine {
         let Some(kind) = member_kind else { return };
         let owner = owner.unwrap_or_default();
         for issue in crate::schema::check(obj.root, obj.api_version, obj.kind) {
-            emit.add("schema", source.loc(issue.span), issue.message, Some(&reference), bundle);
+            emit.add(
+                "schema",
+                source.loc(issue.span),
+                issue.message,
+                Some(&reference),
+                bundle,
+            );
         }
         let mut plan = None;
         match kind {
