@@ -69,6 +69,8 @@ pub struct RoleRule {
     pub verbs: Vec<String>,
     /// `None` when the rule has no resourceNames.
     pub names: Option<Vec<String>>,
+    /// Where each of `names` stands.
+    pub name_locs: Vec<Loc>,
     pub loc: Loc,
     pub names_loc: Option<Loc>,
 }

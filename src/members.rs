@@ -91,13 +91,26 @@ fn role_rules(root: &Node, source: &Source) -> Vec<RoleRule> {
         .iter()
         .enumerate()
         .map(|(i, rule)| {
-            let names = rule.get("resourceNames").map(|n| strings(Some(n)));
+            let name_nodes: Vec<&Node> = rule
+                .get("resourceNames")
+                .and_then(Node::as_seq)
+                .unwrap_or_default()
+                .iter()
+                .filter(|n| n.display_scalar().is_some())
+                .collect();
+            let names = rule.get("resourceNames").map(|_| {
+                name_nodes
+                    .iter()
+                    .filter_map(|n| n.display_scalar())
+                    .collect()
+            });
             let path = [Seg::Key("rules".into()), Seg::Index(i)];
             RoleRule {
                 groups: strings(rule.get("apiGroups")),
                 resources: strings(rule.get("resources")),
                 verbs: strings(rule.get("verbs")),
                 names,
+                name_locs: name_nodes.iter().map(|n| source.loc(n.span)).collect(),
                 loc: source.loc(span_for(root, &path)),
                 names_loc: rule.entry("resourceNames").map(|e| source.loc(e.key_span)),
             }

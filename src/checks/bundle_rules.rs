@@ -96,11 +96,12 @@ impl Shape {
         }
     }
 
+    /// The field of plan.json that lists the names.
     fn planned(self) -> &'static str {
         match self {
-            Shape::Secrets | Shape::ExternalSecrets => "the planned Secrets",
-            Shape::Generators => "retiredGenerators",
-            Shape::Pods => "serverPods",
+            Shape::Secrets | Shape::ExternalSecrets => "`secrets`",
+            Shape::Generators => "`retiredGenerators`",
+            Shape::Pods => "`serverPods`",
         }
     }
 }
@@ -150,43 +151,44 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
             .flat_map(|r| r.names.iter().flatten().map(String::as_str))
             .collect();
         for rule in &granting {
-            let extra: Vec<&str> = rule
-                .names
-                .iter()
-                .flatten()
-                .map(String::as_str)
-                .filter(|n| !want.contains(n))
-                .collect();
-            if extra.is_empty() {
-                continue;
-            }
-            let message = if want.is_empty() {
+            if want.is_empty() {
+                // The whole rule is one the renderer leaves out.
                 let why =
                     if shape == Shape::Pods && !matches!(plan.kind.as_str(), "cache" | "broker") {
                         format!("a {} has no server pods", plan.kind)
                     } else {
                         format!("plan.json has no {}", shape.planned())
                     };
-                format!(
-                    "the Role grants {} by name, but {why}: the rule is left out when it names nothing",
-                    shape.describe()
-                )
-            } else {
-                format!(
-                    "the Role names {} for {}, which plan.json does not plan ({})",
-                    quote_all(&extra),
-                    shape.describe(),
-                    shape.planned()
-                )
-            };
-            let loc = rule.names_loc.clone().unwrap_or_else(|| rule.loc.clone());
-            emit.add(
-                "role-plan-mismatch",
-                loc,
-                message,
-                Some(&role.object),
-                Some(id),
-            );
+                emit.add(
+                    "role-plan-mismatch",
+                    rule.loc.clone(),
+                    format!(
+                        "the Role grants {} by name, but {why}: the rule is left out when it \
+                         names nothing",
+                        shape.describe()
+                    ),
+                    Some(&role.object),
+                    Some(id),
+                );
+                continue;
+            }
+            let names = rule.names.iter().flatten();
+            for (name, loc) in names.zip(&rule.name_locs) {
+                if want.contains(name.as_str()) {
+                    continue;
+                }
+                emit.add(
+                    "role-plan-mismatch",
+                    loc.clone(),
+                    format!(
+                        "the Role names `{name}` for {}, which plan.json does not plan ({})",
+                        shape.describe(),
+                        shape.planned()
+                    ),
+                    Some(&role.object),
+                    Some(id),
+                );
+            }
         }
         let missing: Vec<&str> = want.difference(&have).copied().collect();
         if !missing.is_empty() {
