@@ -73,6 +73,7 @@ pub struct RoleRule {
     pub name_locs: Vec<Loc>,
     pub loc: Loc,
     pub names_loc: Option<Loc>,
+    pub verbs_loc: Option<Loc>,
 }
 
 /// plan.json, as far as the bundle rules need it.

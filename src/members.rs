@@ -113,6 +113,7 @@ fn role_rules(root: &Node, source: &Source) -> Vec<RoleRule> {
                 name_locs: name_nodes.iter().map(|n| source.loc(n.span)).collect(),
                 loc: source.loc(span_for(root, &path)),
                 names_loc: rule.entry("resourceNames").map(|e| source.loc(e.key_span)),
+                verbs_loc: rule.entry("verbs").map(|e| source.loc(e.key_span)),
             }
         })
         .collect()

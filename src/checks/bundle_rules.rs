@@ -96,6 +96,24 @@ impl Shape {
         }
     }
 
+    fn resource(self) -> &'static str {
+        match self {
+            Shape::Secrets => "secrets",
+            Shape::ExternalSecrets => "externalsecrets",
+            Shape::Generators => "passwords",
+            Shape::Pods => "pods",
+        }
+    }
+
+    /// The verbs ADR-072 point 5 grants on the names.
+    fn verbs(self) -> &'static [&'static str] {
+        match self {
+            Shape::Secrets => &["get", "patch"],
+            Shape::ExternalSecrets | Shape::Pods => &["get", "delete"],
+            Shape::Generators => &["delete"],
+        }
+    }
+
     /// The field of plan.json that lists the names.
     fn planned(self) -> &'static str {
         match self {
@@ -122,6 +140,21 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
         };
         list.iter().map(String::as_str).collect()
     };
+    // Create cannot be limited by name: one unnamed rule creates every planned Secret.
+    let creates = rules.iter().any(|r| {
+        let any = |list: &[String], want: &str| list.iter().any(|x| x == want || x == "*");
+        any(&r.groups, "") && any(&r.resources, "secrets") && any(&r.verbs, "create")
+    });
+    if !creates && !plan.secrets.is_empty() {
+        emit.add(
+            "role-plan-mismatch",
+            role.loc.clone(),
+            "the Role has no rule that creates secrets: the Job could not create the Secrets \
+             plan.json plans (`secrets`)",
+            Some(&role.object),
+            Some(id),
+        );
+    }
     for shape in [
         Shape::Secrets,
         Shape::ExternalSecrets,
@@ -204,6 +237,39 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
                      be refused",
                     quote_all(&missing),
                     shape.describe(),
+                    shape.planned()
+                ),
+                Some(&role.object),
+                Some(id),
+            );
+        }
+        // Every verb of the shape, for every planned name the Role does name.
+        for verb in shape.verbs() {
+            let grants = |r: &RoleRule, name: &str| {
+                r.names.iter().flatten().any(|n| n == name)
+                    && r.verbs.iter().any(|v| v == verb || v == "*")
+            };
+            let lacking: Vec<&str> = want
+                .intersection(&have)
+                .copied()
+                .filter(|n| !granting.iter().any(|r| grants(r, n)))
+                .collect();
+            let Some(rule) = granting.iter().find(|r| {
+                r.names
+                    .iter()
+                    .flatten()
+                    .any(|n| lacking.contains(&n.as_str()))
+            }) else {
+                continue;
+            };
+            emit.add(
+                "role-plan-mismatch",
+                rule.verbs_loc.clone().unwrap_or_else(|| rule.loc.clone()),
+                format!(
+                    "the Role does not grant {verb} on {} {}, which plan.json plans ({}): the \
+                     Job would be refused",
+                    shape.resource(),
+                    quote_all(&lacking),
                     shape.planned()
                 ),
                 Some(&role.object),
