@@ -161,6 +161,11 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
         Shape::Generators,
         Shape::Pods,
     ] {
+        // Whether server pods belong in the Role depends on the kind; an unknown kind is
+        // `plan-invalid`'s finding, and the pods rule cannot be judged without it.
+        if shape == Shape::Pods && plan.kind.is_empty() {
+            continue;
+        }
         // The rules that grant this shape by name; create on secrets is the unnamed rule.
         let granting: Vec<&RoleRule> = rules
             .iter()
