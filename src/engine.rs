@@ -279,16 +279,14 @@ impl Engine {
         let bundle = owner.as_deref().map(|o| bundle_id(obj.namespace, o));
         let bundle = bundle.as_deref();
 
-        for rule in &self.rules {
-            if !rule.resources.contains(&resource) || rule.condition.is_some_and(|c| !holds(c)) {
-                continue;
-            }
-            self.object_rule(rule, obj, &bound, source, emit, &reference, bundle);
-        }
-
-        let Some(kind) = member_kind else { return };
-        let owner = owner.unwrap_or_default();
-        for issue in crate::schema::check(obj.root, obj.api_version, obj.kind) {
+        let schema_issues = match member_kind {
+            Some(_) => crate::schema::check(obj.root, obj.api_version, obj.kind),
+            None => Vec::new(),
+        };
+        // The API server refuses an object with a schema error before any policy sees it, so a
+        // rule that cannot even evaluate on it would only repeat the schema finding.
+        let admitted = schema_issues.is_empty();
+        for issue in schema_issues {
             emit.add(
                 "schema",
                 source.loc(issue.span),
@@ -297,6 +295,17 @@ impl Engine {
                 bundle,
             );
         }
+        for rule in &self.rules {
+            if !rule.resources.contains(&resource) || rule.condition.is_some_and(|c| !holds(c)) {
+                continue;
+            }
+            self.object_rule(
+                rule, obj, &bound, source, emit, &reference, bundle, admitted,
+            );
+        }
+
+        let Some(kind) = member_kind else { return };
+        let owner = owner.unwrap_or_default();
         let mut plan = None;
         match kind {
             MemberKind::ConfigMap => {
@@ -314,6 +323,17 @@ impl Engine {
                 let mut problems = Vec::new();
                 if let Some(line) = text::check_script(obj.root, source, &mut problems) {
                     header_lines.push(line);
+                }
+                if let Some(script) = obj.root.at(&["data", "create.py"]) {
+                    for f in crate::checks::runtime::check(script, source) {
+                        emit.add(
+                            f.rule,
+                            source.loc(f.span),
+                            f.message,
+                            Some(&reference),
+                            bundle,
+                        );
+                    }
                 }
                 for (rule, span, message) in problems {
                     emit.add(rule, source.loc(span), message, Some(&reference), bundle);
@@ -345,6 +365,7 @@ impl Engine {
         emit: &mut Emit,
         reference: &ObjectRef,
         bundle: Option<&str>,
+        admitted: bool,
     ) {
         let image = self.options.credentials_image.as_deref().unwrap_or("");
         let activation = self
@@ -352,7 +373,7 @@ impl Engine {
             .activate(bound, &rule.variables, &[("credentialsImage", image)]);
         for (program, validation) in &rule.validations {
             let verdict = activation.check(program);
-            if verdict == Verdict::Pass {
+            if verdict == Verdict::Pass || (!admitted && matches!(verdict, Verdict::Error(_))) {
                 continue;
             }
             let mut spans: Vec<(Span, Option<String>)> = activation
@@ -363,7 +384,7 @@ impl Engine {
                     let reach = crate::locate::reach(obj.root, path);
                     let value = reach
                         .complete
-                        .then(|| reach.node.display_scalar())
+                        .then(|| reach.node.display_for_message())
                         .flatten();
                     (span, value)
                 })

@@ -3,6 +3,7 @@
 
 pub mod bundle_rules;
 pub mod plan;
+pub mod runtime;
 pub mod text;
 pub mod wiring;
 

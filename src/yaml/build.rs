@@ -26,9 +26,16 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
                 if is_tab_error(err.kind()) {
                     at = tab_near(text, at, base + chunk.len()).unwrap_or(at);
                 }
+                let message = match err.kind() {
+                    granit_parser::ErrorKind::RecursionLimitExceeded => format!(
+                        "collections are nested more than {MAX_NESTING} levels deep; no manifest \
+                         needs that, and credlint reads no further"
+                    ),
+                    _ => err.info(),
+                };
                 out.push(Parsed::Error(SyntaxError {
                     span: Span::new(at, at + char_len_at(text, at)),
-                    message: err.info(),
+                    message,
                 }));
                 builder = None;
                 match parser.proceed_next_document() {

