@@ -5,7 +5,7 @@
 //! out; `DIR/all.yaml` holds everything in one stream, the largest single input. Owners cycle
 //! through the four kinds and 50 namespaces; every bundle is valid, so a run reports nothing.
 
-use credlint::render::{clean_script, Spec};
+use credlint::render::{Spec, clean_script};
 use std::fmt::Write as _;
 use std::io::Write as _;
 
@@ -29,7 +29,10 @@ fn app_objects(namespace: &str, owner: &str) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(dir), Some(n)) = (args.first(), args.get(1).and_then(|n| n.parse::<usize>().ok())) else {
+    let (Some(dir), Some(n)) = (
+        args.first(),
+        args.get(1).and_then(|n| n.parse::<usize>().ok()),
+    ) else {
         eprintln!("usage: gen-corpus DIR N");
         std::process::exit(2);
     };
@@ -38,13 +41,18 @@ fn main() {
     std::fs::create_dir_all(&split).expect("the corpus folder is writable");
     let script = clean_script();
     let kinds = ["cache", "broker", "bucket", "component"];
-    let mut all = std::io::BufWriter::new(std::fs::File::create(dir.join("all.yaml")).expect("writable"));
+    let mut all =
+        std::io::BufWriter::new(std::fs::File::create(dir.join("all.yaml")).expect("writable"));
     let (mut bytes, mut documents) = (0usize, 0usize);
     for i in 0..n {
         let namespace = format!("team-{:02}", i % 50);
         let kind = kinds[i % kinds.len()];
         let owner = format!("{kind}-{i:05}");
-        let text = format!("{}{}", Spec::example(&namespace, &owner, kind, &script).render(), app_objects(&namespace, &owner));
+        let text = format!(
+            "{}{}",
+            Spec::example(&namespace, &owner, kind, &script).render(),
+            app_objects(&namespace, &owner)
+        );
         documents += text.matches("\n---\n").count() + 1;
         bytes += text.len();
         std::fs::write(split.join(format!("{owner}.yaml")), &text).expect("writable");
@@ -54,5 +62,9 @@ fn main() {
         all.write_all(text.as_bytes()).expect("writable");
     }
     all.flush().expect("writable");
-    eprintln!("{n} bundles, {documents} documents, {:.1} MB in {}", bytes as f64 / 1e6, dir.display());
+    eprintln!(
+        "{n} bundles, {documents} documents, {:.1} MB in {}",
+        bytes as f64 / 1e6,
+        dir.display()
+    );
 }

@@ -63,7 +63,10 @@ fn job_owner(root: &Node, name: &str) -> Owner {
         .filter_map(|v| v.at(&["configMap", "name"]).and_then(Node::as_str))
         .find_map(owner_of_name);
     let from_account = pod
-        .and_then(|p| p.get("serviceAccountName"))
+        .and_then(|p| {
+            p.get("serviceAccountName")
+                .or_else(|| p.get("serviceAccount"))
+        })
         .and_then(Node::as_str)
         .and_then(owner_of_name);
     // <owner[:42]>-credentials-<h8>
@@ -162,8 +165,12 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
     ];
     let pod = root.at(&["spec", "template", "spec"]);
     let loc_of = |node: &Node| source.loc(node.span);
+    // `serviceAccount` is the deprecated alias the API server copies into serviceAccountName.
     let service_account = pod
-        .and_then(|p| p.get("serviceAccountName"))
+        .and_then(|p| {
+            p.get("serviceAccountName")
+                .or_else(|| p.get("serviceAccount"))
+        })
         .and_then(|n| Some((n.as_str()?.to_string(), loc_of(n))));
     let volumes = pod
         .and_then(|p| p.get("volumes"))
