@@ -7,6 +7,8 @@
 //! expression to find the nodes of the object that made it false.
 
 mod blame;
+mod inline;
+mod regex;
 
 use crate::locate::Path;
 use crate::yaml::{Node, Value as YValue};
@@ -58,7 +60,33 @@ impl Cel {
         // The strings extension is part of both Kubernetes' and Kyverno's CEL.
         env.add_extension(cel::extensions::strings)
             .expect("the strings extension declares no conflicting overloads");
+        regex::register(&mut env);
         Cel { env: Arc::new(env) }
+    }
+
+    /// Compiles a validation with the rule's variables written into it: `variables.x` becomes
+    /// `(<x's expression>)`, so an object is evaluated in one context without binding a map of
+    /// variables per rule. The rule file and the policy keep the `variables` form; the result
+    /// is the same, since variables are pure and Kubernetes evaluates them lazily.
+    pub fn compile_inlined(
+        &self,
+        text: &str,
+        variables: &[(String, String)],
+        constants: &[(&str, &str)],
+    ) -> Result<Program, String> {
+        let mut expanded: Vec<(String, String)> = constants
+            .iter()
+            .map(|(name, value)| (name.to_string(), literal(value)))
+            .collect();
+        for (name, expr) in variables {
+            let inlined = inline::variables(expr, &expanded);
+            expanded.push((name.clone(), inlined));
+        }
+        let inlined = inline::variables(text, &expanded);
+        let mut program = self.compile(&inlined)?;
+        // Keep the text as written, for messages and policies.
+        program.text = text.to_string();
+        Ok(program)
     }
 
     pub fn compile(&self, text: &str) -> Result<Program, String> {
@@ -73,9 +101,10 @@ impl Cel {
 
     /// Converts an object once, for every rule that looks at it.
     pub fn bind(&self, object: &Node) -> Bound {
-        Bound {
-            object: to_value(object),
-        }
+        let value = to_value(object);
+        let mut ctx = cel::Context::with_env(self.env.clone());
+        ctx.add_variable_from_value("object", value.clone());
+        Bound { object: value, ctx }
     }
 
     /// Binds `object` (and any constant string variables) and evaluates `variables` in order.
@@ -112,13 +141,51 @@ impl Cel {
 
     /// Evaluates a standalone expression over `object` (match conditions).
     pub fn check(&self, program: &Program, bound: &Bound) -> Verdict {
-        self.activate(bound, &[], &[]).check(program)
+        bound.check(program)
     }
 }
 
-/// An object converted for CEL.
+/// An object converted for CEL, bound in a context of its own.
 pub struct Bound {
     object: Value,
+    ctx: cel::Context<'static, 'static>,
+}
+
+impl Bound {
+    /// Evaluates a program compiled with [`Cel::compile_inlined`] (or one that uses no
+    /// variables).
+    pub fn check(&self, program: &Program) -> Verdict {
+        verdict(program.inner.execute(&self.ctx))
+    }
+
+    /// The paths in `object` that make `program` false.
+    pub fn blame(&self, program: &Program, object: &Node) -> Vec<Path> {
+        blame::blame(program.inner.expression(), &self.ctx, object, &HashMap::new())
+    }
+}
+
+fn verdict(result: Result<Value, cel::ExecutionError>) -> Verdict {
+    match result {
+        Ok(Value::Bool(true)) => Verdict::Pass,
+        Ok(Value::Bool(false)) => Verdict::Deny,
+        Ok(other) => Verdict::Error(format!("the expression gave {other:?}, not a boolean")),
+        Err(e) => Verdict::Error(e.to_string()),
+    }
+}
+
+/// A CEL string literal for `text`.
+fn literal(text: &str) -> String {
+    let mut out = String::from("'");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 fn map_value(map: HashMap<Key, Value>) -> Value {
@@ -133,12 +200,7 @@ pub struct Activation<'p> {
 
 impl Activation<'_> {
     pub fn check(&self, program: &Program) -> Verdict {
-        match program.inner.execute(&self.ctx) {
-            Ok(Value::Bool(true)) => Verdict::Pass,
-            Ok(Value::Bool(false)) => Verdict::Deny,
-            Ok(other) => Verdict::Error(format!("the expression gave {other:?}, not a boolean")),
-            Err(e) => Verdict::Error(e.to_string()),
-        }
+        verdict(program.inner.execute(&self.ctx))
     }
 
     /// The paths in `object` that make `program` false: the verb that is not allowed, the
