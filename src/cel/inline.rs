@@ -21,7 +21,10 @@ pub fn variables(text: &str, known: &[(String, String)]) -> String {
         if at_word_start && text[i..].starts_with(PREFIX) {
             let name_start = i + PREFIX.len();
             let name_end = name_start
-                + bytes[name_start..].iter().take_while(|&&b| is_ident(b)).count();
+                + bytes[name_start..]
+                    .iter()
+                    .take_while(|&&b| is_ident(b))
+                    .count();
             let name = &text[name_start..name_end];
             if let Some((_, expr)) = known.iter().rev().find(|(n, _)| n == name) {
                 out.push('(');
@@ -69,19 +72,31 @@ mod tests {
     use super::*;
 
     fn known(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
     }
 
     #[test]
     fn replaces_references_outside_strings() {
         let vars = known(&[("pod", "object.spec"), ("all", "(object.spec).containers")]);
         assert_eq!(
-            variables("variables.pod.x && 'variables.pod' == \"variables.all\"", &vars),
+            variables(
+                "variables.pod.x && 'variables.pod' == \"variables.all\"",
+                &vars
+            ),
             "(object.spec).x && 'variables.pod' == \"variables.all\""
         );
-        assert_eq!(variables("size(variables.all) > 0", &vars), "size(((object.spec).containers)) > 0");
+        assert_eq!(
+            variables("size(variables.all) > 0", &vars),
+            "size(((object.spec).containers)) > 0"
+        );
         assert_eq!(variables("my_variables.pod", &vars), "my_variables.pod");
         assert_eq!(variables("variables.missing", &vars), "variables.missing");
-        assert_eq!(variables("'it\\'s variables.pod'", &vars), "'it\\'s variables.pod'");
+        assert_eq!(
+            variables("'it\\'s variables.pod'", &vars),
+            "'it\\'s variables.pod'"
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! `matches()` with compiled patterns kept: the CEL crate compiles the pattern on every call,
 //! and the same few patterns run against every object of a large render.
 
-use cel::common::types::{CelBool, CelString};
 use cel::ExecutionError;
+use cel::common::types::{CelBool, CelString};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -27,7 +27,9 @@ fn compiled(pattern: &str) -> Result<Arc<regex::Regex>, ExecutionError> {
 }
 
 fn matches(this: &CelString<'_>, pattern: &CelString<'_>) -> Result<CelBool, ExecutionError> {
-    Ok(CelBool::from(compiled(pattern.inner())?.is_match(this.inner())))
+    Ok(CelBool::from(
+        compiled(pattern.inner())?.is_match(this.inner()),
+    ))
 }
 
 pub fn register(env: &mut cel::Env) {
