@@ -142,7 +142,7 @@ impl Engine {
     pub fn run(&self, inputs: &[InputFile], mut input_errors: Vec<InputError>) -> Outcome {
         let mut files = Vec::new();
         let mut findings = Vec::new();
-        let mut members = Vec::new();
+        let mut assembler = bundle::Assembler::default();
         let mut ignores = Vec::new();
         let mut summary = Summary::default();
         for (id, file) in inputs.iter().enumerate() {
@@ -153,7 +153,9 @@ impl Engine {
                     summary.documents += out.documents;
                     summary.objects += out.objects;
                     findings.extend(out.findings);
-                    members.extend(out.members);
+                    for m in out.members {
+                        assembler.add(m);
+                    }
                     ignores.extend(out.ignores);
                 }
                 Err(message) => input_errors.push(InputError {
@@ -163,7 +165,7 @@ impl Engine {
             }
         }
         summary.files = files.len();
-        let bundles = bundle::assemble(members);
+        let bundles = assembler.finish();
         let mut emit = Emit::new(self.catalog);
         for b in &bundles {
             bundle_rules::check(b, &mut emit);
@@ -463,11 +465,11 @@ impl Engine {
 /// Findings about a Job known only by its name's prefix were given the prefix as bundle; the
 /// assembled bundle knows the owner.
 fn fix_bundle_ids(findings: &mut [Finding], bundles: &[Bundle]) {
-    let mut ids: HashMap<&ObjectRef, String> = HashMap::new();
+    let mut ids: HashMap<ObjectRef, String> = HashMap::new();
     for b in bundles {
         if let Some(jobs) = b.members.get(&MemberKind::Job) {
             for job in jobs {
-                ids.insert(&job.object, b.id());
+                ids.insert(job.object(), b.id());
             }
         }
     }
