@@ -16,6 +16,7 @@
 
 mod autogen;
 mod matching;
+pub mod report;
 pub mod spec;
 pub mod support;
 
@@ -28,6 +29,11 @@ use crate::yaml::{self, Node, Parsed, Span};
 pub use matching::{OPERATION, Target};
 use spec::{Body, MatchResources, Problem, Reader};
 use support::Place;
+
+/// Whether objects of a kind live in a namespace (as credlint's resource table knows them).
+pub fn namespaced(group: &str, kind: &str, has_namespace: bool) -> bool {
+    matching::resource_of(group, kind, has_namespace).1
+}
 
 /// API versions of the ValidatingPolicy kind, newest first.
 pub const VERSIONS: &[&str] = &[

@@ -137,8 +137,31 @@ fn seq_body(out: &mut String, items: &[Y], indent: usize) {
     }
 }
 
+/// A list of short scalars on one line, `[a, 'b c']`, when it fits.
+fn flow_seq(items: &[Y], room: usize) -> Option<String> {
+    let mut parts = Vec::new();
+    for item in items {
+        let text = match item {
+            Y::Str(s) if s.contains('\n') => return None,
+            Y::Map(_) | Y::Seq(_) => return None,
+            scalar => inline_scalar(scalar)?,
+        };
+        parts.push(text);
+    }
+    let line = format!("[{}]", parts.join(", "));
+    (line.len() <= room).then_some(line)
+}
+
 /// Writes what follows `key:`, the value's lines indented under `indent`.
 fn value_after_key(out: &mut String, value: &Y, indent: usize) {
+    if let Y::Seq(items) = value
+        && let Some(line) = flow_seq(items, WIDTH.saturating_sub(indent + 20))
+    {
+        out.push(' ');
+        out.push_str(&line);
+        out.push('\n');
+        return;
+    }
     match value {
         Y::Map(entries) if !entries.is_empty() => {
             out.push('\n');
