@@ -259,7 +259,9 @@ fn string_text(s: &str) -> String {
     if is_plain_safe(s) {
         return s.to_string();
     }
-    if s.chars().all(|c| !needs_escape(c)) {
+    let printable = s.chars().all(|c| !needs_escape(c));
+    // CEL literals are in single quotes: `"'x'"` reads better than `'''x'''`.
+    if printable && (!s.contains('\'') || s.contains(['"', '\\'])) {
         return format!("'{}'", s.replace('\'', "''"));
     }
     double_quoted(s)

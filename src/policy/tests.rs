@@ -328,3 +328,117 @@ fn output_is_byte_stable_and_sorted() {
         &Y::strs(ids.iter().map(|id| policy_path(id)))
     );
 }
+
+/// What Kubernetes 1.30+ (ValidatingAdmissionPolicy) and Kyverno 1.17+ both evaluate: the
+/// standard operators, macros and functions, and the strings extension.
+const PORTABLE: &[&str] = &[
+    "_&&_",
+    "_||_",
+    "_?_:_",
+    "!_",
+    "-_",
+    "_==_",
+    "_!=_",
+    "_<_",
+    "_<=_",
+    "_>_",
+    "_>=_",
+    "_+_",
+    "_-_",
+    "_*_",
+    "_/_",
+    "_%_",
+    "_[_]",
+    "@in",
+    "@not_strictly_false",
+    "size",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bool",
+    "type",
+    "matches",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "charAt",
+    "indexOf",
+    "lastIndexOf",
+    "lowerAscii",
+    "upperAscii",
+    "replace",
+    "split",
+    "substring",
+    "trim",
+    "join",
+];
+
+#[test]
+fn every_generated_expression_is_portable_to_kubernetes_and_kyverno() {
+    let catalog = Catalog::get();
+    let cel = crate::cel::Cel::new();
+    let mut problems = Vec::new();
+    for rule in catalog.rules.iter().filter(|r| r.object.is_some()) {
+        let object = rule.object.as_ref().unwrap();
+        let mut defined = vec![IMAGE_VARIABLE.to_string()];
+        let mut texts: Vec<(String, &str, bool)> = Vec::new();
+        if let Some(c) = &object.condition {
+            texts.push((
+                format!("condition {c}"),
+                catalog.condition(c).unwrap(),
+                true,
+            ));
+        }
+        for (name, e) in &object.variables {
+            texts.push((format!("variable {name}"), e.as_str(), false));
+        }
+        for v in &object.validations {
+            texts.push(("validation".into(), v.expression.as_str(), false));
+        }
+        let variable_names: Vec<&str> = object.variables.iter().map(|(n, _)| n.as_str()).collect();
+        for (what, text, is_condition) in texts {
+            let usage = cel.compile(text).unwrap().usage();
+            let mut say = |p: String| problems.push(format!("{} {what}: {p}", rule.id));
+            for f in usage
+                .functions
+                .iter()
+                .filter(|f| !PORTABLE.contains(&f.as_str()))
+            {
+                say(format!("function `{f}`"));
+            }
+            for (root, f) in &usage.calls_on_identifiers {
+                say(format!("call `{root}.{f}`"));
+            }
+            if usage.optional {
+                say("optional syntax".into());
+            }
+            let allowed: &[&str] = if is_condition {
+                &["object"]
+            } else {
+                &["object", "variables"]
+            };
+            for id in usage
+                .identifiers
+                .iter()
+                .filter(|i| !allowed.contains(&i.as_str()))
+            {
+                say(format!("identifier `{id}`"));
+            }
+            for (root, field) in &usage.fields {
+                if root == "variables" && !defined.contains(field) {
+                    say(format!(
+                        "`variables.{field}` is not defined before it is used"
+                    ));
+                }
+            }
+            if let Some(name) = what.strip_prefix("variable ") {
+                defined.push(name.to_string());
+            } else if !is_condition {
+                // Validations see every variable.
+                defined.extend(variable_names.iter().map(|n| n.to_string()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
