@@ -69,8 +69,11 @@ pub struct RoleRule {
     pub verbs: Vec<String>,
     /// `None` when the rule has no resourceNames.
     pub names: Option<Vec<String>>,
+    /// Where each of `names` stands.
+    pub name_locs: Vec<Loc>,
     pub loc: Loc,
     pub names_loc: Option<Loc>,
+    pub verbs_loc: Option<Loc>,
 }
 
 /// plan.json, as far as the bundle rules need it.

@@ -37,6 +37,26 @@ pub enum Command {
     },
     /// The Kyverno policies generated from the object rules.
     Policies(crate::policies_cmd::PoliciesArgs),
+    /// Run each bundle's create.py with the local python3 against a fake Kubernetes API server,
+    /// in every scenario of ADR-072, and report what it does wrong.
+    Simulate(SimulateArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SimulateArgs {
+    /// Files and folders holding the bundles; `-` reads standard input.
+    pub paths: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// The Python interpreter that runs the programs.
+    #[arg(long, default_value = "python3")]
+    pub python: std::path::PathBuf,
+    /// Seconds after which one run of a program is stopped.
+    #[arg(long, default_value_t = 20)]
+    pub timeout: u64,
+    /// The lowest severity that makes the run fail (exit 1).
+    #[arg(long, value_enum, default_value_t = FailOn::Error)]
+    pub fail_on: FailOn,
 }
 
 #[derive(clap::Args, Debug)]
@@ -103,6 +123,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Rules { format } => rules(format),
         Command::Explain { id } => explain(&id),
         Command::Policies(args) => crate::policies_cmd::run(args),
+        Command::Simulate(args) => simulate(args),
     }
 }
 
@@ -114,48 +135,94 @@ fn check(args: CheckArgs) -> ExitCode {
             return usage_error(format!("unknown rule `{id}` (see `credlint rules`)"));
         }
     }
-    let paths = if args.paths.is_empty() {
+    let policies = match load_policies(&args.policies) {
+        Ok(policies) => policies,
+        Err(code) => return code,
+    };
+    let options = Options {
+        credentials_image: args.credentials_image.clone(),
+        policies,
+        ..Options::default()
+    };
+    let (mut outcome, texts) = match lint(&args.paths, options) {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
+    filter(&mut outcome, &args.select, &args.ignore);
+    finish(&outcome, &texts, args.format, args.fail_on)
+}
+
+fn simulate(args: SimulateArgs) -> ExitCode {
+    let options = Options {
+        keep: crate::members::Keep { programs: true },
+        ..Options::default()
+    };
+    let (mut outcome, texts) = match lint(&args.paths, options) {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
+    let sim = crate::simulate::SimOptions {
+        python: args.python.clone(),
+        timeout: std::time::Duration::from_secs(args.timeout.max(1)),
+    };
+    let (findings, skipped) = match crate::simulation::run(&outcome.bundles, &sim) {
+        Ok(result) => result,
+        Err(e) => return usage_error(format!("cannot simulate: {e}")),
+    };
+    for s in &skipped {
+        eprintln!(
+            "credlint: bundle {} is not simulated: {}",
+            s.bundle, s.reason
+        );
+    }
+    if skipped.len() == outcome.bundles.len() {
+        return usage_error("nothing to simulate: no complete bundle found");
+    }
+    outcome.findings = findings;
+    outcome
+        .findings
+        .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    recount(&mut outcome);
+    finish(&outcome, &texts, args.format, args.fail_on)
+}
+
+/// Collects the inputs and runs the engine; `Err` carries the exit code of a run that could not
+/// start.
+fn lint(paths: &[String], options: Options) -> Result<(Outcome, Texts), ExitCode> {
+    let paths = if paths.is_empty() {
         vec![".".to_string()]
     } else {
-        args.paths.clone()
+        paths.to_vec()
     };
     if paths.iter().filter(|p| *p == "-").count() > 1 {
-        return usage_error("standard input (`-`) can be read only once");
+        return Err(usage_error("standard input (`-`) can be read only once"));
     }
     let (files, errors) = input::collect(&paths, &[]);
     if files.is_empty() {
         for e in &errors {
             eprintln!("credlint: {}: {}", e.path, e.message);
         }
-        return usage_error(format!(
+        return Err(usage_error(format!(
             "nothing to lint: no *.yaml, *.yml or *.json file in {}",
             paths.join(", ")
-        ));
+        )));
     }
-    let policies = match load_policies(&args.policies) {
-        Ok(policies) => policies,
-        Err(code) => return code,
-    };
-    let engine = match Engine::new(Options {
-        credentials_image: args.credentials_image.clone(),
-        policies,
-        ..Options::default()
-    }) {
-        Ok(engine) => engine,
-        Err(e) => return usage_error(e),
-    };
-    // Standard input is read once, by the engine; the text report needs it again.
+    let engine = Engine::new(options).map_err(usage_error)?;
+    // Standard input is read once, up front; the text report needs it again.
     let (files, stdin) = take_stdin(files);
-    let mut outcome = engine.run(&files, errors);
-    filter(&mut outcome, &args.select, &args.ignore);
-    let texts = Texts { stdin };
+    let outcome = engine.run(&files, errors);
+    Ok((outcome, Texts { stdin }))
+}
+
+/// Writes the report and turns the findings into the exit code.
+fn finish(outcome: &Outcome, texts: &Texts, format: Format, fail_on: FailOn) -> ExitCode {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let written = match args.format {
-        Format::Json => report::json::write(&outcome, &mut out),
+    let written = match format {
+        Format::Json => report::json::write(outcome, &mut out),
         Format::Text => {
             let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            report::text::write(&outcome, &texts, &report::text::Style { color }, &mut out)
+            report::text::write(outcome, texts, &report::text::Style { color }, &mut out)
         }
     };
     if let Err(e) = written.and_then(|_| out.flush())
@@ -169,7 +236,7 @@ fn check(args: CheckArgs) -> ExitCode {
         }
         return ExitCode::from(2);
     }
-    let fail_on = args.fail_on.severity();
+    let fail_on = fail_on.severity();
     if outcome.findings.iter().any(|f| f.severity >= fail_on) {
         ExitCode::from(1)
     } else {
@@ -236,6 +303,10 @@ fn filter(outcome: &mut Outcome, select: &[String], ignore: &[String]) {
     outcome
         .findings
         .retain(|f| (select.is_empty() || named(select, &f.rule)) && !named(ignore, &f.rule));
+    recount(outcome);
+}
+
+fn recount(outcome: &mut Outcome) {
     outcome.summary.errors = outcome
         .findings
         .iter()

@@ -421,8 +421,14 @@ impl Engine {
             if spans.is_empty() {
                 spans.push((obj.anchor().span, None));
             }
+            // A detail states why the node fails; when the rule could not be evaluated, that
+            // was never established, so only the message and the error are shown.
+            let detail = validation
+                .detail
+                .as_ref()
+                .filter(|_| verdict == Verdict::Deny);
             for (span, value) in spans {
-                let mut message = match (&validation.detail, value) {
+                let mut message = match (detail, value) {
                     (Some(detail), Some(value)) => {
                         format!(
                             "{}. {}",

@@ -23,5 +23,7 @@ pub mod python;
 pub mod render;
 pub mod report;
 pub mod schema;
+pub mod simulate;
+pub mod simulation;
 pub mod source;
 pub mod yaml;

@@ -3,7 +3,7 @@
 
 use crate::bundle::{
     ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, SUFFIX,
-    Volume, owner_of_name,
+    Volume, owner_of_name, owner_prefix,
 };
 use crate::locate::{Seg, span_for};
 use crate::object::Object;
@@ -50,7 +50,9 @@ pub fn member(
 }
 
 /// A Job belongs to the owner whose ConfigMap it mounts, else whose ServiceAccount it runs as,
-/// else (by its truncated name) to the owner whose first 42 characters it carries.
+/// else (by its truncated name) to the owner whose first 42 characters it carries. When the
+/// ConfigMap and the ServiceAccount name two owners, the one the name carries wins: the other
+/// reference is then the Job's wiring fault, not a second bundle.
 fn job_owner(root: &Node, name: &str) -> Owner {
     let pod = root.at(&["spec", "template", "spec"]);
     let from_volume = pod
@@ -61,18 +63,29 @@ fn job_owner(root: &Node, name: &str) -> Owner {
         .filter_map(|v| v.at(&["configMap", "name"]).and_then(Node::as_str))
         .find_map(owner_of_name);
     let from_account = pod
-        .and_then(|p| p.get("serviceAccountName"))
+        .and_then(|p| {
+            p.get("serviceAccountName")
+                .or_else(|| p.get("serviceAccount"))
+        })
         .and_then(Node::as_str)
         .and_then(owner_of_name);
-    if let Some(owner) = from_volume.or(from_account) {
-        return Owner::Known(owner.to_string());
-    }
     // <owner[:42]>-credentials-<h8>
     let prefix = name
         .rsplit_once('-')
         .and_then(|(head, _)| head.strip_suffix(SUFFIX))
         .unwrap_or(name);
-    Owner::Prefix(prefix.to_string())
+    let owner = match (from_volume, from_account) {
+        (Some(volume), Some(account))
+            if owner_prefix(account) == prefix && owner_prefix(volume) != prefix =>
+        {
+            Some(account)
+        }
+        (volume, account) => volume.or(account),
+    };
+    match owner {
+        Some(owner) => Owner::Known(owner.to_string()),
+        None => Owner::Prefix(prefix.to_string()),
+    }
 }
 
 fn strings(node: Option<&Node>) -> Vec<String> {
@@ -91,15 +104,29 @@ fn role_rules(root: &Node, source: &Source) -> Vec<RoleRule> {
         .iter()
         .enumerate()
         .map(|(i, rule)| {
-            let names = rule.get("resourceNames").map(|n| strings(Some(n)));
+            let name_nodes: Vec<&Node> = rule
+                .get("resourceNames")
+                .and_then(Node::as_seq)
+                .unwrap_or_default()
+                .iter()
+                .filter(|n| n.display_scalar().is_some())
+                .collect();
+            let names = rule.get("resourceNames").map(|_| {
+                name_nodes
+                    .iter()
+                    .filter_map(|n| n.display_scalar())
+                    .collect()
+            });
             let path = [Seg::Key("rules".into()), Seg::Index(i)];
             RoleRule {
                 groups: strings(rule.get("apiGroups")),
                 resources: strings(rule.get("resources")),
                 verbs: strings(rule.get("verbs")),
                 names,
+                name_locs: name_nodes.iter().map(|n| source.loc(n.span)).collect(),
                 loc: source.loc(span_for(root, &path)),
                 names_loc: rule.entry("resourceNames").map(|e| source.loc(e.key_span)),
+                verbs_loc: rule.entry("verbs").map(|e| source.loc(e.key_span)),
             }
         })
         .collect()
@@ -122,7 +149,11 @@ fn config_map(root: &Node, source: &Source, plan: Option<Plan>, keep: Keep) -> C
         hash_state,
         plan_text: plan_text.filter(|_| keep.programs).map(str::to_string),
         script: script.filter(|_| keep.programs).map(str::to_string),
-        script_loc: root.at(&["data", "create.py"]).map(|n| source.loc(n.span)),
+        // Findings about the program as a whole point at its key.
+        script_loc: root
+            .get("data")
+            .and_then(|d| d.entry("create.py"))
+            .map(|e| source.loc(e.key_span)),
     }
 }
 
@@ -134,8 +165,12 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
     ];
     let pod = root.at(&["spec", "template", "spec"]);
     let loc_of = |node: &Node| source.loc(node.span);
+    // `serviceAccount` is the deprecated alias the API server copies into serviceAccountName.
     let service_account = pod
-        .and_then(|p| p.get("serviceAccountName"))
+        .and_then(|p| {
+            p.get("serviceAccountName")
+                .or_else(|| p.get("serviceAccount"))
+        })
         .and_then(|n| Some((n.as_str()?.to_string(), loc_of(n))));
     let volumes = pod
         .and_then(|p| p.get("volumes"))

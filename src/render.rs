@@ -362,10 +362,6 @@ fn scalar(s: &str, quote: Quote) -> String {
     }
 }
 
-/// The program the clean examples carry until the reference program replaces it.
-pub const PLACEHOLDER_SCRIPT: &str =
-    "import json\nimport sys\n\nprint(json.dumps({\"plan\": sys.argv[1]}))\n";
-
 fn documents(text: &str) -> String {
     text.to_string()
 }
@@ -692,7 +688,7 @@ spec:
           env: prod
 "#;
 
-/// The program the clean examples carry.
+/// The program the clean examples carry: the reference implementation of ADR-072 points 2-4.
 pub fn clean_script() -> String {
-    PLACEHOLDER_SCRIPT.to_string()
+    include_str!("../fixtures/runtime/create.py").to_string()
 }

@@ -4,9 +4,11 @@
 //! `good-*` entries. Every finding of every bad entry is listed in `expect.txt` as
 //! `entry:line:column rule`, in output order; each bad entry must show the folder's rule at least
 //! once; a good entry yields no finding at all. `options.yaml` may set `credentialsImage` for the
-//! folder. An entry folder may hold a `policies/` folder: it is applied with `--policy` (the
-//! `policy-unsupported` fixtures). `UPDATE_FIXTURES=1 cargo test --test fixtures` rewrites the
-//! expect.txt files; review the diff like any code change.
+//! folder. For the rules `credlint simulate` decides, an entry's bundles are also simulated and
+//! the distinct simulated findings are appended. An entry folder may hold a `policies/` folder:
+//! it is applied with `--policy` (the `policy-unsupported` fixtures).
+//! `UPDATE_FIXTURES=1 cargo test --test fixtures` rewrites the expect.txt files; review the diff
+//! like any code change.
 
 use credlint::catalog::Catalog;
 use credlint::engine::{Engine, Options};
@@ -55,6 +57,41 @@ fn lint(path: &Path, mut options: Options) -> Vec<(String, usize, usize, String)
             (shown, f.loc.line, f.loc.column, f.rule.clone())
         })
         .collect()
+}
+
+/// For the rules `credlint simulate` decides: what the simulation of the entry's bundles
+/// reports, as a sorted set (the same finding recurs across scenarios and runs).
+fn simulate(path: &Path) -> Vec<(String, usize, usize, String)> {
+    let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &[]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let options = Options {
+        keep: credlint::members::Keep { programs: true },
+        ..Options::default()
+    };
+    let outcome = Engine::new(options).unwrap().run(&files, Vec::new());
+    let sim = credlint::simulate::SimOptions {
+        timeout: std::time::Duration::from_secs(2),
+        ..Default::default()
+    };
+    let (findings, skipped) =
+        credlint::simulation::run(&outcome.bundles, &sim).expect("python3 runs");
+    assert!(skipped.is_empty(), "{}", path.display());
+    let mut out: Vec<_> = findings
+        .iter()
+        .map(|f| {
+            let file = Path::new(&outcome.files[f.loc.file]);
+            let base = path.parent().unwrap_or(path);
+            let shown = file
+                .strip_prefix(base)
+                .unwrap_or(file)
+                .to_string_lossy()
+                .into_owned();
+            (shown, f.loc.line, f.loc.column, f.rule.clone())
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {
@@ -136,7 +173,10 @@ fn rules_fire_where_the_fixtures_say_and_nowhere_else() {
         let mut actual = Vec::new();
         for entry in entries(&dir) {
             let name = entry.file_name().unwrap().to_string_lossy().into_owned();
-            let findings = lint(&entry, options_for(&dir));
+            let mut findings = lint(&entry, options_for(&dir));
+            if credlint::simulate::RULES.contains(&rule.id.as_str()) {
+                findings.extend(simulate(&entry));
+            }
             if name.starts_with("good-") {
                 if !findings.is_empty() {
                     failures.push(format!("{}/{name} should be clean: {findings:?}", rule.id));

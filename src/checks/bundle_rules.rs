@@ -96,11 +96,30 @@ impl Shape {
         }
     }
 
+    fn resource(self) -> &'static str {
+        match self {
+            Shape::Secrets => "secrets",
+            Shape::ExternalSecrets => "externalsecrets",
+            Shape::Generators => "passwords",
+            Shape::Pods => "pods",
+        }
+    }
+
+    /// The verbs ADR-072 point 5 grants on the names.
+    fn verbs(self) -> &'static [&'static str] {
+        match self {
+            Shape::Secrets => &["get", "patch"],
+            Shape::ExternalSecrets | Shape::Pods => &["get", "delete"],
+            Shape::Generators => &["delete"],
+        }
+    }
+
+    /// The field of plan.json that lists the names.
     fn planned(self) -> &'static str {
         match self {
-            Shape::Secrets | Shape::ExternalSecrets => "the planned Secrets",
-            Shape::Generators => "retiredGenerators",
-            Shape::Pods => "serverPods",
+            Shape::Secrets | Shape::ExternalSecrets => "`secrets`",
+            Shape::Generators => "`retiredGenerators`",
+            Shape::Pods => "`serverPods`",
         }
     }
 }
@@ -121,12 +140,32 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
         };
         list.iter().map(String::as_str).collect()
     };
+    // Create cannot be limited by name: one unnamed rule creates every planned Secret.
+    let creates = rules.iter().any(|r| {
+        let any = |list: &[String], want: &str| list.iter().any(|x| x == want || x == "*");
+        any(&r.groups, "") && any(&r.resources, "secrets") && any(&r.verbs, "create")
+    });
+    if !creates && !plan.secrets.is_empty() {
+        emit.add(
+            "role-plan-mismatch",
+            role.loc.clone(),
+            "the Role has no rule that creates secrets: the Job could not create the Secrets \
+             plan.json plans (`secrets`)",
+            Some(&role.object),
+            Some(id),
+        );
+    }
     for shape in [
         Shape::Secrets,
         Shape::ExternalSecrets,
         Shape::Generators,
         Shape::Pods,
     ] {
+        // Whether server pods belong in the Role depends on the kind; an unknown kind is
+        // `plan-invalid`'s finding, and the pods rule cannot be judged without it.
+        if shape == Shape::Pods && plan.kind.is_empty() {
+            continue;
+        }
         // The rules that grant this shape by name; create on secrets is the unnamed rule.
         let granting: Vec<&RoleRule> = rules
             .iter()
@@ -150,43 +189,44 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
             .flat_map(|r| r.names.iter().flatten().map(String::as_str))
             .collect();
         for rule in &granting {
-            let extra: Vec<&str> = rule
-                .names
-                .iter()
-                .flatten()
-                .map(String::as_str)
-                .filter(|n| !want.contains(n))
-                .collect();
-            if extra.is_empty() {
-                continue;
-            }
-            let message = if want.is_empty() {
+            if want.is_empty() {
+                // The whole rule is one the renderer leaves out.
                 let why =
                     if shape == Shape::Pods && !matches!(plan.kind.as_str(), "cache" | "broker") {
                         format!("a {} has no server pods", plan.kind)
                     } else {
                         format!("plan.json has no {}", shape.planned())
                     };
-                format!(
-                    "the Role grants {} by name, but {why}: the rule is left out when it names nothing",
-                    shape.describe()
-                )
-            } else {
-                format!(
-                    "the Role names {} for {}, which plan.json does not plan ({})",
-                    quote_all(&extra),
-                    shape.describe(),
-                    shape.planned()
-                )
-            };
-            let loc = rule.names_loc.clone().unwrap_or_else(|| rule.loc.clone());
-            emit.add(
-                "role-plan-mismatch",
-                loc,
-                message,
-                Some(&role.object),
-                Some(id),
-            );
+                emit.add(
+                    "role-plan-mismatch",
+                    rule.loc.clone(),
+                    format!(
+                        "the Role grants {} by name, but {why}: the rule is left out when it \
+                         names nothing",
+                        shape.describe()
+                    ),
+                    Some(&role.object),
+                    Some(id),
+                );
+                continue;
+            }
+            let names = rule.names.iter().flatten();
+            for (name, loc) in names.zip(&rule.name_locs) {
+                if want.contains(name.as_str()) {
+                    continue;
+                }
+                emit.add(
+                    "role-plan-mismatch",
+                    loc.clone(),
+                    format!(
+                        "the Role names `{name}` for {}, which plan.json does not plan ({})",
+                        shape.describe(),
+                        shape.planned()
+                    ),
+                    Some(&role.object),
+                    Some(id),
+                );
+            }
         }
         let missing: Vec<&str> = want.difference(&have).copied().collect();
         if !missing.is_empty() {
@@ -202,6 +242,39 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
                      be refused",
                     quote_all(&missing),
                     shape.describe(),
+                    shape.planned()
+                ),
+                Some(&role.object),
+                Some(id),
+            );
+        }
+        // Every verb of the shape, for every planned name the Role does name.
+        for verb in shape.verbs() {
+            let grants = |r: &RoleRule, name: &str| {
+                r.names.iter().flatten().any(|n| n == name)
+                    && r.verbs.iter().any(|v| v == verb || v == "*")
+            };
+            let lacking: Vec<&str> = want
+                .intersection(&have)
+                .copied()
+                .filter(|n| !granting.iter().any(|r| grants(r, n)))
+                .collect();
+            let Some(rule) = granting.iter().find(|r| {
+                r.names
+                    .iter()
+                    .flatten()
+                    .any(|n| lacking.contains(&n.as_str()))
+            }) else {
+                continue;
+            };
+            emit.add(
+                "role-plan-mismatch",
+                rule.verbs_loc.clone().unwrap_or_else(|| rule.loc.clone()),
+                format!(
+                    "the Role does not grant {verb} on {} {}, which plan.json plans ({}): the \
+                     Job would be refused",
+                    shape.resource(),
+                    quote_all(&lacking),
                     shape.planned()
                 ),
                 Some(&role.object),

@@ -71,7 +71,10 @@ pub fn check_script(
             node.span
         };
         out.push(("script-not-literal", at, message));
-        return None;
+        // A pragma on a folded block's header is where it belongs once the `>` becomes `|`:
+        // script-not-literal says so, pragma-misplaced would only repeat it.
+        return matches!(node.style, Style::Folded)
+            .then(|| source.lines.line_of(entry.key_span.start()));
     }
     let header = LiteralBlock::of(source, node)?.header_line()?;
     let line = source.line_span(header)?;

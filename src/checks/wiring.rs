@@ -70,7 +70,10 @@ pub fn rolebinding(root: &Node, owner: &str, namespace: Option<&str>) -> Vec<(Sp
         let text = |key| subject.get(key).and_then(Node::as_str);
         let is_account = text("kind") == Some("ServiceAccount")
             && text("name") == Some(expected.as_str())
-            && text("namespace").is_none_or(|ns| Some(ns) == namespace || namespace.is_none())
+            // An empty namespace, like none, is the binding's own (as the RBAC authorizer reads
+            // a ServiceAccount subject).
+            && text("namespace")
+                .is_none_or(|ns| ns.is_empty() || Some(ns) == namespace || namespace.is_none())
             && text("apiGroup").is_none_or(str::is_empty);
         if is_account && !seen_account {
             seen_account = true;

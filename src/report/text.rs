@@ -29,6 +29,41 @@ impl IndexedSource {
     }
 }
 
+/// A snippet longer than this (a minified JSON file, a 50 MB scalar on one line) is cut down
+/// to the part of the line around the span.
+const MAX_WINDOW: usize = 4096;
+const CLIP_MARGIN: usize = 80;
+
+impl IndexedSource {
+    fn clipped(&self, start: usize, end: usize) -> Box<dyn SpanContents<'_> + '_> {
+        let line = self.lines.line_of(start);
+        let line_start = self.lines.line_start(line).unwrap_or(0);
+        let line_end = self
+            .lines
+            .line_start(line + 1)
+            .map_or(self.text.len(), |next| next.saturating_sub(1));
+        let mut from = start.saturating_sub(CLIP_MARGIN).max(line_start);
+        while !self.text.is_char_boundary(from) {
+            from -= 1;
+        }
+        let mut to = (end.min(start + CLIP_MARGIN) + CLIP_MARGIN)
+            .min(line_end)
+            .max(from);
+        while !self.text.is_char_boundary(to) {
+            to += 1;
+        }
+        let column = self.text[line_start..from].chars().count();
+        Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            &self.text.as_bytes()[from..to],
+            SourceSpan::new(from.into(), to - from),
+            line,
+            column,
+            1,
+        ))
+    }
+}
+
 impl SourceCode for IndexedSource {
     fn read_span<'a>(
         &'a self,
@@ -52,6 +87,9 @@ impl SourceCode for IndexedSource {
             .line_start(last + 1)
             .map_or(self.text.len(), |next| next.saturating_sub(1));
         let window_end = window_end.max(window_start);
+        if window_end - window_start > MAX_WINDOW {
+            return Ok(self.clipped(start, end));
+        }
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.clone(),
             &self.text.as_bytes()[window_start..window_end],

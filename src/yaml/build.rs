@@ -22,10 +22,20 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
         let (event, span) = match next {
             Ok(pair) => pair,
             Err(err) => {
-                let at = base + err.marker().byte_offset().unwrap_or(0);
+                let mut at = base + err.marker().byte_offset().unwrap_or(0);
+                if is_tab_error(err.kind()) {
+                    at = tab_near(text, at, base + chunk.len()).unwrap_or(at);
+                }
+                let message = match err.kind() {
+                    granit_parser::ErrorKind::RecursionLimitExceeded => format!(
+                        "collections are nested more than {MAX_NESTING} levels deep; no manifest \
+                         needs that, and credlint reads no further"
+                    ),
+                    _ => err.info(),
+                };
                 out.push(Parsed::Error(SyntaxError {
                     span: Span::new(at, at + char_len_at(text, at)),
-                    message: err.info(),
+                    message,
                 }));
                 builder = None;
                 match parser.proceed_next_document() {
@@ -55,6 +65,30 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
             }
         }
     }
+}
+
+fn is_tab_error(kind: &granit_parser::ErrorKind) -> bool {
+    use granit_parser::ErrorKind as K;
+    matches!(
+        kind,
+        K::TabNotAllowed | K::TabInBlockIndentation | K::TabInPlainScalar
+    )
+}
+
+/// The scanner reports a forbidden tab where it stopped: just after the tab, or at the plain
+/// scalar before the line whose indentation holds it. The tab itself is the first one in the
+/// indentation of the reported line or of the next one.
+fn tab_near(text: &str, at: usize, end: usize) -> Option<usize> {
+    let mut line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    for _ in 0..2 {
+        let line = &text[line_start..end];
+        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+        if let Some(i) = line[..indent].find('\t') {
+            return Some(line_start + i);
+        }
+        line_start += line.find('\n')? + 1;
+    }
+    None
 }
 
 fn skip_document<'a>(parser: &mut Parser<'a, granit_parser::StrInput<'a>>) {

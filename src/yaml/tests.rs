@@ -114,6 +114,26 @@ fn a_broken_document_does_not_hide_the_others() {
 }
 
 #[test]
+fn a_forbidden_tab_is_shown_at_the_tab() {
+    for text in [
+        "a:\n\tb: 1\n",
+        "a:\n  b: 1\n  \tc: 2\n",
+        "a:\n  b: 1\n\t\tc: 2\n",
+    ] {
+        let parsed = docs(text);
+        let Parsed::Error(e) = &parsed[0] else {
+            panic!("{text:?} parsed: {parsed:?}")
+        };
+        assert_eq!(&text[e.span.range()], "\t", "{text:?}: {e:?}");
+    }
+    // Tabs are fine in flow collections and quoted scalars.
+    assert!(matches!(
+        docs("a: [1,\n\t2]\nb: 'x\ty'\n")[0],
+        Parsed::Document(_)
+    ));
+}
+
+#[test]
 fn alias_bombs_are_stopped() {
     let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for i in 1..10 {

@@ -1,0 +1,321 @@
+//! The program's in-cluster environment for one simulation: a private temporary folder with the
+//! program and its plan, the service-account files (a random token, a freshly generated CA,
+//! the namespace), a `sitecustomize` hook that makes the in-cluster path resolve to them, and
+//! the TLS configuration of the fake API server that the CA vouches for.
+
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+/// Where a pod finds its service-account files, and the same path through `/run`, which
+/// `/var/run` links to in most images.
+pub const SA_PATHS: [&str; 2] = [
+    "/var/run/secrets/kubernetes.io/serviceaccount",
+    "/run/secrets/kubernetes.io/serviceaccount",
+];
+
+/// Random bytes from the kernel.
+pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
+    let mut out = vec![0u8; n];
+    fs::File::open("/dev/urandom")?.read_exact(&mut out)?;
+    Ok(out)
+}
+
+/// A random string of `len` letters and digits.
+pub fn random_token(len: usize) -> io::Result<String> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    // 248 is the largest multiple of 62 below 256: rejecting above it keeps the choice uniform.
+    let mut out = String::with_capacity(len);
+    while out.len() < len {
+        for b in random_bytes(len * 2)? {
+            if b < 248 && out.len() < len {
+                out.push(ALPHABET[(b % 62) as usize] as char);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A private folder (mode 0700) removed with everything in it when dropped.
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    pub fn create() -> io::Result<RunDir> {
+        let base = std::env::temp_dir();
+        let mut last = io::Error::other("no attempt");
+        for _ in 0..8 {
+            let suffix: String = random_bytes(6)?
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let path = base.join(format!("credlint-sim-{}-{suffix}", std::process::id()));
+            match fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => {
+                    let dir = RunDir { path };
+                    for sub in ["serviceaccount", "site", "work", "tmp"] {
+                        fs::DirBuilder::new()
+                            .mode(0o700)
+                            .create(dir.path.join(sub))?;
+                    }
+                    return Ok(dir);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        // A program may have left read-only folders behind; make them removable first.
+        fn unlock(dir: &Path) {
+            if let Ok(entries) = fs::read_dir(dir) {
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        let _ = fs::set_permissions(&path, fs::Permissions::from_mode(0o700));
+                        unlock(&path);
+                    }
+                }
+            }
+        }
+        if fs::remove_dir_all(&self.path).is_err() {
+            unlock(&self.path);
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// The CA (PEM, for `ca.crt`) and the API server's TLS configuration.
+pub struct Pki {
+    pub ca_pem: String,
+    pub tls: Arc<rustls::ServerConfig>,
+}
+
+/// A CA and a server certificate for `127.0.0.1` and `kubernetes.default.svc`, made per run.
+/// The extensions (key identifiers, key usages) are those that strict X.509 checking, the
+/// default of Python 3.13 and later, requires.
+pub fn make_pki() -> Result<Pki, String> {
+    let text = |e: rcgen::Error| e.to_string();
+    let ca_key = KeyPair::generate().map_err(text)?;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(text)?;
+    ca.distinguished_name
+        .push(DnType::CommonName, "credlint simulate CA");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca.self_signed(&ca_key).map_err(text)?;
+
+    let server_key = KeyPair::generate().map_err(text)?;
+    let names = [
+        "127.0.0.1",
+        "kubernetes.default.svc",
+        "kubernetes.default",
+        "kubernetes",
+    ];
+    let mut server = CertificateParams::new(names.map(String::from).to_vec()).map_err(text)?;
+    server
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
+    server.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    server.use_authority_key_identifier_extension = true;
+    let issuer = Issuer::from_params(&ca, &ca_key);
+    let server_cert = server.signed_by(&server_key, &issuer).map_err(text)?;
+
+    let chain = vec![CertificateDer::from(server_cert.der().to_vec())];
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| e.to_string())?;
+    Ok(Pki {
+        ca_pem: ca_cert.pem(),
+        tls: Arc::new(tls),
+    })
+}
+
+/// The startup hook. Python imports `sitecustomize` from `PYTHONPATH` before it runs the
+/// program, so the program's own code is untouched; the hook rewrites paths under the
+/// in-cluster prefix for every ordinary way of reaching a file: `open`/`io.open` (and so
+/// `pathlib`), the `os` path functions (and so `os.path` and `pathlib`'s stat/exists/iterdir),
+/// and `ssl`'s certificate loading, which OpenSSL would otherwise read in C.
+const HOOK: &str = r#"# Written by `credlint simulate` for one run and removed with it: the in-cluster
+# service-account path resolves to this run's files, as a pod's mount would.
+import builtins as _builtins
+import io as _io
+import os as _os
+
+try:
+    import ssl as _ssl
+except ImportError:  # an interpreter without OpenSSL: the program cannot use HTTPS anyway
+    _ssl = None
+
+_TARGET = __TARGET__
+_PREFIXES = __PREFIXES__
+
+
+def _redirect(path):
+    try:
+        raw = _os.fspath(path)
+    except TypeError:
+        return path
+    as_bytes = isinstance(raw, bytes)
+    text = _os.fsdecode(raw) if as_bytes else raw
+    if not isinstance(text, str) or not text.startswith("/"):
+        return path
+    norm = "/" + _os.path.normpath(text).lstrip("/")
+    for prefix in _PREFIXES:
+        if norm == prefix or norm.startswith(prefix + "/"):
+            moved = _TARGET + norm[len(prefix):]
+            return _os.fsencode(moved) if as_bytes else moved
+    return path
+
+
+def _wrap(fn):
+    def wrapper(*args, **kwargs):
+        if args:
+            args = (_redirect(args[0]),) + args[1:]
+        else:
+            for key in ("file", "path"):
+                if key in kwargs:
+                    kwargs[key] = _redirect(kwargs[key])
+        return fn(*args, **kwargs)
+
+    wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+    wrapper.__qualname__ = getattr(fn, "__qualname__", "wrapper")
+    wrapper.__doc__ = getattr(fn, "__doc__", None)
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
+_open = _wrap(_io.open)
+_builtins.open = _open
+_io.open = _open
+for _name in ("open", "stat", "lstat", "access", "listdir", "scandir", "readlink", "chdir"):
+    _original = getattr(_os, _name, None)
+    if _original is None:
+        continue
+    _wrapped = _wrap(_original)
+    setattr(_os, _name, _wrapped)
+    # Keep the capability sets that shutil and pathlib consult truthful for the wrappers.
+    for _set_name in ("supports_fd", "supports_dir_fd", "supports_follow_symlinks", "supports_effective_ids"):
+        _set = getattr(_os, _set_name, None)
+        if isinstance(_set, set) and _original in _set:
+            _set.add(_wrapped)
+
+if _ssl is not None:
+    _load_verify_locations = _ssl.SSLContext.load_verify_locations
+    _load_cert_chain = _ssl.SSLContext.load_cert_chain
+
+    def _verify_locations(self, cafile=None, capath=None, cadata=None):
+        return _load_verify_locations(
+            self,
+            None if cafile is None else _redirect(cafile),
+            None if capath is None else _redirect(capath),
+            cadata,
+        )
+
+    def _cert_chain(self, certfile, keyfile=None, password=None):
+        keyfile = None if keyfile is None else _redirect(keyfile)
+        return _load_cert_chain(self, _redirect(certfile), keyfile, password)
+
+    _ssl.SSLContext.load_verify_locations = _verify_locations
+    _ssl.SSLContext.load_cert_chain = _cert_chain
+"#;
+
+/// Writes the service-account files and the hook into `dir`.
+pub fn write_environment(
+    dir: &RunDir,
+    token: &str,
+    ca_pem: &str,
+    namespace: &str,
+) -> io::Result<()> {
+    let sa = dir.join("serviceaccount");
+    fs::write(sa.join("token"), token)?;
+    fs::write(sa.join("ca.crt"), ca_pem)?;
+    fs::write(sa.join("namespace"), namespace)?;
+    let target = sa
+        .to_str()
+        .ok_or_else(|| io::Error::other("the temporary folder's path is not UTF-8"))?;
+    let literal = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let prefixes = format!("({}, {})", literal(SA_PATHS[0]), literal(SA_PATHS[1]));
+    let hook = HOOK
+        .replace("__TARGET__", &literal(target))
+        .replace("__PREFIXES__", &prefixes);
+    fs::write(dir.join("site").join("sitecustomize.py"), hook)
+}
+
+/// Writes the program and its plan exactly as the ConfigMap holds them.
+pub fn write_program(dir: &RunDir, script: &str, plan_json: &str) -> io::Result<()> {
+    fs::write(dir.join("create.py"), script)?;
+    fs::write(dir.join("plan.json"), plan_json)
+}
+
+/// The child's whole environment: what a pod would see, what Python needs to find itself (a
+/// pyenv shim needs HOME and PYENV_*), and the hook; nothing else of the caller's leaks in.
+pub fn child_env(dir: &RunDir, port: u16) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    for key in [
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "PYENV_ROOT",
+        "PYENV_VERSION",
+    ] {
+        if let Ok(v) = std::env::var(key) {
+            env.push((key.into(), v));
+        }
+    }
+    let port = port.to_string();
+    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    env.extend([
+        ("KUBERNETES_SERVICE_HOST".into(), "127.0.0.1".into()),
+        ("KUBERNETES_SERVICE_PORT".into(), port.clone()),
+        ("KUBERNETES_SERVICE_PORT_HTTPS".into(), port.clone()),
+        ("KUBERNETES_PORT".into(), format!("tcp://127.0.0.1:{port}")),
+        (
+            format!("KUBERNETES_PORT_{port}_TCP"),
+            format!("tcp://127.0.0.1:{port}"),
+        ),
+        (
+            format!("KUBERNETES_PORT_{port}_TCP_ADDR"),
+            "127.0.0.1".into(),
+        ),
+        (format!("KUBERNETES_PORT_{port}_TCP_PORT"), port.clone()),
+        (format!("KUBERNETES_PORT_{port}_TCP_PROTO"), "tcp".into()),
+        ("PYTHONPATH".into(), path("site")),
+        ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+        ("PYTHONUNBUFFERED".into(), "1".into()),
+        ("PYTHONIOENCODING".into(), "utf-8".into()),
+        ("TMPDIR".into(), path("tmp")),
+    ]);
+    env
+}

@@ -1,0 +1,343 @@
+//! `credlint simulate`: runs a bundle's create.py, unmodified, against a fake Kubernetes API
+//! server on loopback and judges what it does against ADR-072 points 2-5.
+//!
+//! # How the program reaches the fake cluster
+//! As in a pod: `KUBERNETES_SERVICE_HOST`/`KUBERNETES_SERVICE_PORT` (plus the other variables the
+//! kubelet sets), HTTPS with a CA and a server certificate made for this run (SAN `127.0.0.1` and
+//! `kubernetes.default.svc`), and the files `token`, `ca.crt`, `namespace` under
+//! `/var/run/secrets/kubernetes.io/serviceaccount/`. The program runs as
+//! `python3 <tmp>/create.py <tmp>/plan.json`, byte-identical to the ConfigMap, with a clean
+//! environment and its own process group.
+//!
+//! The in-cluster path is redirected by a Python startup hook (`sitecustomize.py` on
+//! `PYTHONPATH`), not by a mount namespace. A private mount namespace needs an unprivileged user
+//! namespace, which Docker's default seccomp profile, Ubuntu's AppArmor restriction and many CI
+//! runners forbid, and a bind mount needs `/var/run/secrets/...` to exist as a mount point, or
+//! a tmpfs over all of `/var/run`. The hook works wherever `python3` runs, as any user, and
+//! touches nothing outside the run's temporary folder. It rewrites paths under the prefix (also
+//! through `/run/...`) for `open`/`io.open`, `os.open`, `os.stat`/`lstat`/`access`/`listdir`/
+//! `scandir`/`readlink` (so `os.path.exists`/`isfile` and `pathlib` follow) and for
+//! `ssl.SSLContext.load_verify_locations`/`load_cert_chain`, which OpenSSL reads in C. Limits:
+//! a program that reads the files through a subprocess, `ctypes` or the private `_io` module
+//! sees the real path (and, outside a cluster, no file); a program started with `-I`/`-S`
+//! would skip the hook, but the command line is ours. Non-root: the tests run the Python child
+//! as `nobody` through `setpriv` when they run as root (the hook checks and a whole
+//! simulation), and the test binary itself has been run as `nobody` (`setpriv --reuid=65534`,
+//! `PATH=/usr/bin:/bin`) with the same results: nothing here needs a privilege.
+//!
+//! A bare interpreter name (the default `python3`) is resolved once per simulation to the
+//! interpreter's `sys.executable`, because a version manager's shim (pyenv's is a shell script)
+//! costs more to start than the program; a path is used as given.
+//!
+//! # The fake cluster
+//! See `server` (HTTP/1.1 over rustls, threads), `rbac` (the authorizer) and `cluster` (what the
+//! API server and the controllers do). Not modelled: server-side apply (415), watch streams (an
+//! authorized watch gets an empty answer), list paging, admission (e.g. immutable Secrets,
+//! label syntax), and the RoleBinding (the Role is taken as bound to the program's
+//! ServiceAccount; the static checks judge the binding). A write that changes nothing keeps
+//! its resourceVersion, as etcd storage does; every other write bumps it. The server pods of a cache or broker report
+//! `status.podIP: 127.0.0.1` and a container port where a fake Valkey or NATS server of this
+//! run listens (`probe`), so a probe never reaches a real service and the one-time repair of
+//! ADR-072 point 4 is exercised: each pod reads the first planned Secret's `password` key (or its
+//! first key) through `env[].valueFrom.secretKeyRef`, and its server accepts the value that
+//! Secret held when the pod started.
+//!
+//! # Scenarios
+//! Each starts from a fresh namespace and runs the program twice.
+//! - `a-empty-namespace`: nothing exists (a first install: no server pods yet).
+//! - `b-partial-secrets`: every planned Secret exists with values for all keys but its last one
+//!   (sorted) and an unplanned `legacy` key; server pods run if their key exists, else Pending.
+//! - `c-adopt-generator`: per planned Secret a generator-backed External Secrets 5.4
+//!   ExternalSecret (`dataFrom[].sourceRef.generatorRef` kind Password, `creationPolicy: Owner`,
+//!   `refreshPolicy: CreatedOnce`), the Secret it wrote (a `password` key, ownerReference to it,
+//!   Argo CD tracking id, instance label) and the retired Password generators; server pods run
+//!   with those values.
+//! - `d-remote-externalsecret`: as (c), but the last planned Secret's ExternalSecret reads a
+//!   store (`data[].remoteRef`, `secretStoreRef`).
+//! - `e-forced-second-run`: empty; after the first run the server pods start with what it
+//!   created; the second run is the forced re-sync of the ADR's e2e.
+//! - `f-repair-wrong-server` (cache and broker with server pods): complete Secrets, but each
+//!   server runs with another password (issue #316); its replacement reads the Secret.
+//! - `g-server-still-wrong` (same): as (f), but the replacement refuses too.
+//! - `h-unclear-answer` (same): complete Secrets, servers started with them, but answering
+//!   probes with neither success nor a refusal (Valkey still loading; NATS silent).
+//!
+//! Success (a, b, c, e, f, h): exit 0 and the end state of points 2-4 (every planned key present;
+//! in c the ExternalSecrets and retired generators gone and the Secrets free of ExternalSecret
+//! ownerReferences, the tracking id and the instance label; in f every server accepts its
+//! Secret). Stop (d): a non-zero exit and no write request at all. Exit 2 (g), after deleting
+//! each refusing pod once.
+//!
+//! # Findings
+//! The five rules of the issue plus three this module adds: `runtime-needless-write` (a write
+//! that changed nothing, or any Secret write in a second run: the e2e compares
+//! resourceVersions), `runtime-restarts-server` (deleting a server pod that accepts its
+//! password, is not running, answered unclearly, or was already deleted in this run) and
+//! `runtime-incomplete` (the exit is as expected but the end state is not, or exit 0 where the
+//! program must stop or exit 2). In d every write request is `runtime-adopts-foreign`. A run
+//! that times out is `runtime-failed`, and its scenario's second run is skipped. A request the
+//! Role denies yields only `runtime-unauthorized-request`; the other rules judge what the program
+//! did with the rights it has. Values are kept as SHA-256 hashes and scrubbed from the stderr
+//! that `runtime-failed` quotes; nothing prints a value.
+//!
+//! Everything a simulation starts (the python process group, the server threads and ports, the
+//! temporary folder) is released by destructors, so also on errors and panics.
+
+mod child;
+mod cluster;
+mod incluster;
+mod patch;
+mod probe;
+mod rbac;
+mod scenario;
+mod server;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cluster::Cluster;
+use incluster::RunDir;
+use server::{ApiContext, Service, lock};
+
+/// One credentials bundle, as the loader found it.
+#[derive(Debug, Clone)]
+pub struct SimBundle {
+    pub namespace: String,
+    /// O: the objects are named `O-credentials`.
+    pub owner: String,
+    /// The plan kind: cache, broker, bucket or component.
+    pub kind: String,
+    /// ConfigMap `data["plan.json"]`, exactly as decoded.
+    pub plan_json: String,
+    /// ConfigMap `data["create.py"]`, exactly as decoded.
+    pub script: String,
+    /// The bundle's Role, as rendered (it may be wrong).
+    pub role_rules: Vec<RoleRule>,
+}
+
+/// One rule of the Role.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleRule {
+    pub api_groups: Vec<String>,
+    pub resources: Vec<String>,
+    /// None: the field is absent.
+    pub resource_names: Option<Vec<String>>,
+    pub verbs: Vec<String>,
+    pub non_resource_urls: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// The interpreter, looked up on PATH when it has no slash.
+    pub python: PathBuf,
+    /// How long one run of the program may take before it is killed.
+    pub timeout: Duration,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            python: PathBuf::from("python3"),
+            timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// What the program did wrong in one run of one scenario.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimFinding {
+    /// One of [`RULES`].
+    pub rule: &'static str,
+    /// One of [`SCENARIOS`].
+    pub scenario: &'static str,
+    /// 1: the program's first run in the scenario, 2: its second.
+    pub run: u8,
+    /// The request, e.g. `PUT /api/v1/namespaces/shop/secrets/shop-sessions-app`.
+    pub request: Option<String>,
+    pub message: String,
+}
+
+/// The rule ids `simulate` reports.
+pub const RULES: [&str; 8] = [
+    scenario::UNAUTHORIZED,
+    scenario::VALUE_REWRITTEN,
+    scenario::FOREIGN_WRITE,
+    scenario::ADOPTS_FOREIGN,
+    scenario::FAILED,
+    scenario::NEEDLESS_WRITE,
+    scenario::RESTARTS_SERVER,
+    scenario::INCOMPLETE,
+];
+
+/// The scenario ids, in the order they run (f, g and h only for a cache or broker with pods).
+pub const SCENARIOS: [&str; 8] = [
+    scenario::A_EMPTY,
+    scenario::B_PARTIAL,
+    scenario::C_ADOPT,
+    scenario::D_REMOTE,
+    scenario::E_FORCED,
+    scenario::F_REPAIR,
+    scenario::G_STILL_WRONG,
+    scenario::H_UNCLEAR,
+];
+
+/// Why a simulation could not run at all.
+#[derive(Debug)]
+pub enum SimError {
+    /// The interpreter could not be started.
+    PythonMissing { python: PathBuf, error: String },
+    /// No loopback port could be bound, or a thread could not be started.
+    Loopback(String),
+    /// The temporary folder could not be made or written.
+    TempDir(String),
+    /// The per-run CA or server certificate could not be made.
+    Certificates(String),
+    /// plan.json cannot be simulated (not JSON, no secrets list, or too large).
+    InvalidPlan(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::PythonMissing { python, error } => {
+                write!(
+                    f,
+                    "cannot run {}: {error} (simulate needs a local python3)",
+                    python.display()
+                )
+            }
+            SimError::Loopback(e) => write!(f, "cannot start the fake API server on loopback: {e}"),
+            SimError::TempDir(e) => write!(f, "cannot prepare the temporary folder: {e}"),
+            SimError::Certificates(e) => write!(f, "cannot make the run's certificates: {e}"),
+            SimError::InvalidPlan(e) => write!(f, "cannot simulate this plan: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+fn temp_err(e: std::io::Error) -> SimError {
+    SimError::TempDir(e.to_string())
+}
+
+/// Runs every scenario for `bundle` and returns the findings, sorted and deduplicated.
+pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>, SimError> {
+    let plan =
+        scenario::parse_plan(&bundle.plan_json, &bundle.kind).map_err(SimError::InvalidPlan)?;
+    let pki = incluster::make_pki().map_err(SimError::Certificates)?;
+    let token = incluster::random_token(48).map_err(temp_err)?;
+    let dir = RunDir::create().map_err(temp_err)?;
+    incluster::write_environment(&dir, &token, &pki.ca_pem, &bundle.namespace).map_err(temp_err)?;
+
+    let ctx = Arc::new(ApiContext {
+        tls: pki.tls,
+        token,
+        rules: bundle.role_rules.clone(),
+        namespace: bundle.namespace.clone(),
+        user: format!(
+            "system:serviceaccount:{}:{}-credentials",
+            bundle.namespace, bundle.owner
+        ),
+        cluster: Mutex::new(Cluster::new(&bundle.namespace)),
+    });
+    let loopback = |e: std::io::Error| SimError::Loopback(e.to_string());
+    let api_ctx = Arc::clone(&ctx);
+    let api = Service::start(
+        "api",
+        Arc::new(move |stream, stop| server::serve_api_connection(&api_ctx, stream, stop)),
+    )
+    .map_err(loopback)?;
+
+    // One fake server per server pod, for the whole simulation.
+    let mut probes = Vec::new();
+    let mut templates = Vec::new();
+    for pod in &plan.pods {
+        let probe_ctx = Arc::clone(&ctx);
+        let name = pod.clone();
+        let protocol = scenario::protocol(&bundle.kind);
+        let service = Service::start(
+            "probe",
+            Arc::new(move |stream, stop| {
+                probe::serve_probe(&probe_ctx, &name, protocol, stream, stop)
+            }),
+        )
+        .map_err(loopback)?;
+        if let Some(template) = scenario::pod_template(&plan, &bundle.kind, service.port()) {
+            templates.push((pod.clone(), template));
+        }
+        probes.push(service);
+    }
+
+    let env = incluster::child_env(&dir, api.port());
+    let run_error = |e: child::RunError| match e {
+        child::RunError::Spawn(e) => SimError::PythonMissing {
+            python: opts.python.clone(),
+            error: e.to_string(),
+        },
+        child::RunError::Files(e) => temp_err(e),
+    };
+    let python =
+        child::resolve_python(&opts.python, &dir, &env, opts.timeout).map_err(run_error)?;
+    let timeout_text = format!("{:.1} s", opts.timeout.as_secs_f64());
+    let mut findings = Vec::new();
+    for def in scenario::scenarios(!templates.is_empty()) {
+        let mut seen_values = std::collections::BTreeSet::new();
+        let mut judge = {
+            let mut cluster = lock(&ctx.cluster);
+            *cluster = Cluster::new(&bundle.namespace);
+            scenario::setup(def.id, &mut cluster, &plan, &templates).map_err(temp_err)?;
+            seen_values.extend(cluster.all_values());
+            scenario::Judge::new(&plan, &def, &cluster)
+        };
+        for run in 1..=2u8 {
+            let before = {
+                let mut cluster = lock(&ctx.cluster);
+                if run == 2 && def.pods_between_runs {
+                    scenario::start_pods(&mut cluster, &templates, scenario::PodStart::Current)
+                        .map_err(temp_err)?;
+                }
+                cluster.events.clear();
+                scenario::snapshot(&cluster)
+            };
+            // Rewritten each run: a program may have changed its own files.
+            incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
+            let outcome = child::run(&python, &dir, &env, opts.timeout).map_err(run_error)?;
+            let mut cluster = lock(&ctx.cluster);
+            seen_values.extend(cluster.all_values());
+            judge.judge_run(
+                run,
+                &outcome,
+                &mut cluster,
+                &before,
+                &timeout_text,
+                &seen_values,
+            );
+            if outcome.exit == child::Exit::TimedOut {
+                // A killed run leaves no defined state for a second one.
+                break;
+            }
+        }
+        findings.extend(judge.findings);
+    }
+    drop(probes);
+    drop(api);
+    drop(dir);
+
+    let order = |s: &str| SCENARIOS.iter().position(|x| *x == s).unwrap_or(usize::MAX);
+    findings.sort_by(|a, b| {
+        (order(a.scenario), a.run, a.rule, &a.request, &a.message).cmp(&(
+            order(b.scenario),
+            b.run,
+            b.rule,
+            &b.request,
+            &b.message,
+        ))
+    });
+    findings.dedup();
+    Ok(findings)
+}

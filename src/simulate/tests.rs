@@ -1,0 +1,1101 @@
+//! Simulation tests. Most run the real `python3` against the fake cluster; the server tests
+//! call the request handler directly.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::cluster::{Cluster, PodTemplate, Replacement};
+use super::server::{ApiContext, HttpRequest, handle_api, lock};
+use super::*;
+
+const NS: &str = "shop";
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn rule(groups: &[&str], resources: &[&str], names: Option<&[&str]>, verbs: &[&str]) -> RoleRule {
+    RoleRule {
+        api_groups: strings(groups),
+        resources: strings(resources),
+        resource_names: names.map(strings),
+        verbs: strings(verbs),
+        non_resource_urls: Vec::new(),
+    }
+}
+
+/// A plan of `kind` and the Role ADR-072 point 5 derives from it.
+struct Case {
+    owner: &'static str,
+    kind: &'static str,
+    secrets: Vec<(&'static str, Vec<(&'static str, u32)>)>,
+    retired: Vec<&'static str>,
+    pods: Vec<&'static str>,
+}
+
+impl Case {
+    fn of(kind: &str) -> Case {
+        match kind {
+            "cache" => Case {
+                owner: "shop-sessions",
+                kind: "cache",
+                secrets: vec![("shop-sessions-app", vec![("password", 32)])],
+                retired: vec!["shop-sessions-password"],
+                pods: vec!["shop-sessions-0"],
+            },
+            "broker" => Case {
+                owner: "shop-events",
+                kind: "broker",
+                secrets: vec![
+                    ("shop-events-orders", vec![("password", 24)]),
+                    ("shop-events-billing", vec![("password", 24)]),
+                ],
+                retired: vec![
+                    "shop-events-orders-password",
+                    "shop-events-billing-password",
+                ],
+                pods: vec!["shop-events-0", "shop-events-1"],
+            },
+            "bucket" => Case {
+                owner: "shop-media",
+                kind: "bucket",
+                secrets: vec![("shop-media-s3", vec![("accessKey", 20), ("secretKey", 40)])],
+                retired: vec!["shop-media-keys"],
+                pods: vec![],
+            },
+            _ => Case {
+                owner: "shop-api",
+                kind: "component",
+                secrets: vec![("shop-api-session", vec![("password", 32), ("username", 16)])],
+                retired: vec![],
+                pods: vec![],
+            },
+        }
+    }
+
+    fn plan_json(&self) -> String {
+        let secrets: Vec<Value> = self
+            .secrets
+            .iter()
+            .map(|(name, keys)| {
+                let keys: serde_json::Map<String, Value> = keys
+                    .iter()
+                    .map(|(k, n)| (k.to_string(), json!({"length": n})))
+                    .collect();
+                json!({"name": name, "keys": keys})
+            })
+            .collect();
+        let mut plan = json!({"owner": self.owner, "kind": self.kind, "secrets": secrets,
+                              "retiredGenerators": self.retired});
+        if !self.pods.is_empty() {
+            plan["serverPods"] = json!(self.pods);
+        }
+        serde_json::to_string_pretty(&plan).unwrap()
+    }
+
+    fn role(&self) -> Vec<RoleRule> {
+        let names: Vec<&str> = self.secrets.iter().map(|(n, _)| *n).collect();
+        let mut rules = vec![
+            rule(&[""], &["secrets"], None, &["create"]),
+            rule(&[""], &["secrets"], Some(&names), &["get", "patch"]),
+            rule(
+                &["external-secrets.io"],
+                &["externalsecrets"],
+                Some(&names),
+                &["get", "delete"],
+            ),
+        ];
+        if !self.retired.is_empty() {
+            rules.push(rule(
+                &["generators.external-secrets.io"],
+                &["passwords"],
+                Some(&self.retired),
+                &["delete"],
+            ));
+        }
+        if !self.pods.is_empty() {
+            rules.push(rule(&[""], &["pods"], Some(&self.pods), &["get", "delete"]));
+        }
+        rules
+    }
+
+    fn bundle(&self, script: &str) -> SimBundle {
+        SimBundle {
+            namespace: NS.into(),
+            owner: self.owner.into(),
+            kind: self.kind.into(),
+            plan_json: self.plan_json(),
+            script: script.into(),
+            role_rules: self.role(),
+        }
+    }
+}
+
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/runtime")
+        .join(name);
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Short enough for the suite, long enough for a loaded 2-core machine.
+fn opts() -> SimOptions {
+    SimOptions {
+        python: PathBuf::from("python3"),
+        timeout: Duration::from_secs(15),
+    }
+}
+
+fn describe(findings: &[SimFinding]) -> String {
+    findings
+        .iter()
+        .map(|f| {
+            format!(
+                "  {} {} run {} {:?}: {}",
+                f.rule, f.scenario, f.run, f.request, f.message
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn assert_clean(kind: &str) {
+    let case = Case::of(kind);
+    let findings = simulate(&case.bundle(&fixture("create.py")), &opts()).expect("simulate runs");
+    assert!(
+        findings.is_empty(),
+        "the reference program has findings for a {kind}:\n{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn reference_passes_every_scenario_for_a_cache() {
+    assert_clean("cache");
+}
+
+#[test]
+fn reference_passes_every_scenario_for_a_broker() {
+    assert_clean("broker");
+}
+
+#[test]
+fn reference_passes_every_scenario_for_a_bucket() {
+    assert_clean("bucket");
+}
+
+#[test]
+fn reference_passes_every_scenario_for_a_component() {
+    assert_clean("component");
+}
+
+/// `# expect: <rule> in <scenario>` on the variant's first line.
+fn expectation(script: &str) -> (String, String) {
+    let first = script.lines().next().unwrap_or_default();
+    let rest = first
+        .strip_prefix("# expect: ")
+        .expect("a broken variant names its finding on line 1");
+    let (rule, scenario) = rest.split_once(" in ").expect("`<rule> in <scenario>`");
+    (rule.trim().to_string(), scenario.trim().to_string())
+}
+
+/// Runs a broken variant (for a cache, which exercises every scenario) and checks that it
+/// yields exactly its expected rule, in its expected scenario among others.
+fn assert_caught(file: &str) -> Vec<SimFinding> {
+    let script = fixture(&format!("broken/{file}"));
+    let (rule, scenario) = expectation(&script);
+    let findings = simulate(&Case::of("cache").bundle(&script), &opts()).expect("simulate runs");
+    let rules: BTreeSet<&str> = findings.iter().map(|f| f.rule).collect();
+    assert_eq!(
+        rules,
+        BTreeSet::from([rule.as_str()]),
+        "{file}:\n{}",
+        describe(&findings)
+    );
+    assert!(
+        findings.iter().any(|f| f.scenario == scenario),
+        "{file} not caught in {scenario}:\n{}",
+        describe(&findings)
+    );
+    findings
+}
+
+#[test]
+fn broken_overwrite_value() {
+    let findings = assert_caught("overwrite-value.py");
+    assert!(
+        findings.iter().any(|f| f.request.as_deref()
+            == Some("PATCH /api/v1/namespaces/shop/secrets/shop-sessions-app"))
+    );
+}
+
+#[test]
+fn broken_delete_recreate() {
+    let findings = assert_caught("delete-recreate.py");
+    assert!(findings.iter().all(|f| f.request.as_deref()
+        == Some("DELETE /api/v1/namespaces/shop/secrets/shop-sessions-app")));
+    // With a Role that (wrongly) allows delete, the same program destroys the value.
+    let case = Case::of("cache");
+    let mut bundle = case.bundle(&fixture("broken/delete-recreate.py"));
+    bundle.role_rules.push(rule(
+        &[""],
+        &["secrets"],
+        Some(&["shop-sessions-app"]),
+        &["delete"],
+    ));
+    let findings = simulate(&bundle, &opts()).unwrap();
+    let rules: BTreeSet<&str> = findings.iter().map(|f| f.rule).collect();
+    assert_eq!(
+        rules,
+        BTreeSet::from(["runtime-value-rewritten"]),
+        "{}",
+        describe(&findings)
+    );
+    let requests: BTreeSet<&str> = findings
+        .iter()
+        .filter_map(|f| f.request.as_deref())
+        .collect();
+    assert!(
+        requests.contains("DELETE /api/v1/namespaces/shop/secrets/shop-sessions-app"),
+        "{requests:?}"
+    );
+    assert!(
+        requests.contains("POST /api/v1/namespaces/shop/secrets"),
+        "{requests:?}"
+    );
+}
+
+#[test]
+fn broken_delete_externalsecret_background() {
+    let findings = assert_caught("delete-externalsecret-background.py");
+    assert!(findings.iter().any(|f| f.request.as_deref()
+        == Some(
+            "DELETE /apis/external-secrets.io/v1/namespaces/shop/externalsecrets/shop-sessions-app"
+        )));
+}
+
+#[test]
+fn broken_list_secrets() {
+    let findings = assert_caught("list-secrets.py");
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.request.as_deref() == Some("GET /api/v1/namespaces/shop/secrets"))
+    );
+}
+
+#[test]
+fn broken_foreign_write() {
+    let findings = assert_caught("foreign-write.py");
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.message.contains("shop-sessions-debug"))
+    );
+}
+
+#[test]
+fn broken_adopt_remote() {
+    let findings = assert_caught("adopt-remote.py");
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.scenario == "d-remote-externalsecret")
+    );
+    assert!(findings.iter().any(|f| f.request.as_deref()
+        == Some(
+            "DELETE /apis/external-secrets.io/v1/namespaces/shop/externalsecrets/shop-sessions-app"
+        )));
+}
+
+#[test]
+fn broken_uses_put() {
+    let findings = assert_caught("uses-put.py");
+    assert!(
+        findings.iter().all(|f| f.request.as_deref()
+            == Some("PUT /api/v1/namespaces/shop/secrets/shop-sessions-app"))
+    );
+}
+
+#[test]
+fn broken_crashes() {
+    let findings = assert_caught("crashes.py");
+    assert!(
+        findings.iter().any(|f| f.message.contains("KeyError")),
+        "{}",
+        describe(&findings)
+    );
+    // d stops before the crash, as it should.
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.scenario != "d-remote-externalsecret")
+    );
+}
+
+#[test]
+fn broken_writes_unchanged() {
+    let findings = assert_caught("writes-unchanged.py");
+    assert!(
+        findings.iter().all(|f| f.run == 2
+            || f.scenario == "b-partial-secrets"
+            || f.scenario == "f-repair-wrong-server"),
+        "{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn broken_restarts_correct_server() {
+    let findings = assert_caught("restarts-correct-server.py");
+    assert!(findings.iter().all(
+        |f| f.request.as_deref() == Some("DELETE /api/v1/namespaces/shop/pods/shop-sessions-0")
+    ));
+    // Repairing a stale server is no finding; restarting it again once it is fixed is.
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.scenario != "f-repair-wrong-server" || f.run == 2),
+        "{}",
+        describe(&findings)
+    );
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.scenario == "f-repair-wrong-server" && f.run == 2),
+        "{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn every_broken_variant_is_tested_and_differs_from_the_reference_in_few_lines() {
+    let reference: Vec<String> = fixture("create.py")
+        .lines()
+        .skip(1)
+        .map(String::from)
+        .collect();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runtime/broken");
+    let this_file = include_str!("tests.rs");
+    let mut seen = 0;
+    for entry in fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let script = fs::read_to_string(&path).unwrap();
+        let (rule, _) = expectation(&script);
+        assert!(
+            RULES.contains(&rule.as_str()),
+            "{name}: unknown rule {rule}"
+        );
+        assert!(
+            this_file.contains(&format!("{name}\")")),
+            "{name} has no test"
+        );
+        let variant: Vec<&str> = script.lines().skip(1).collect();
+        let changed = variant
+            .iter()
+            .filter(|l| !reference.iter().any(|r| r == *l))
+            .count()
+            + reference
+                .iter()
+                .filter(|r| !variant.contains(&r.as_str()))
+                .count();
+        assert!(
+            (1..=8).contains(&changed),
+            "{name} differs from create.py in {changed} lines"
+        );
+        seen += 1;
+    }
+    assert!(seen >= 10, "only {seen} broken variants");
+}
+
+#[test]
+fn a_role_without_patch_yields_an_unauthorized_patch() {
+    let case = Case::of("cache");
+    let mut bundle = case.bundle(&fixture("create.py"));
+    for r in &mut bundle.role_rules {
+        r.verbs.retain(|v| v != "patch");
+    }
+    let findings = simulate(&bundle, &opts()).unwrap();
+    let patch = "PATCH /api/v1/namespaces/shop/secrets/shop-sessions-app";
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.rule == "runtime-unauthorized-request"
+                && f.request.as_deref() == Some(patch)
+                && f.scenario == "b-partial-secrets"),
+        "{}",
+        describe(&findings)
+    );
+    // The program cannot complete the Secret, so it fails there too; a is unaffected.
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.rule == "runtime-failed" && f.scenario == "b-partial-secrets")
+    );
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.scenario != "a-empty-namespace" || f.run == 2)
+    );
+}
+
+fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, body).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A scratch folder for a test, removed at the end.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let path =
+            std::env::temp_dir().join(format!("credlint-test-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&path);
+        fs::create_dir_all(&path).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        Scratch(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Alive and not a zombie, and still the process we started (its command line says so).
+fn alive(pid: u32, marker: &str) -> bool {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or("");
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    !stat.is_empty() && state != "Z" && String::from_utf8_lossy(&cmdline).contains(marker)
+}
+
+fn listening(port: u16) -> bool {
+    let hex = format!(":{port:04X} ");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        fs::read_to_string(f).unwrap_or_default().lines().any(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|local| format!("{local} ").ends_with(&hex))
+                && l.split_whitespace().nth(3) == Some("0A")
+        })
+    })
+}
+
+#[test]
+fn a_hanging_program_is_killed_in_time_and_leaves_nothing_behind() {
+    let scratch = Scratch::new("hang");
+    let log = scratch.0.join("log");
+    // The wrapper records the python pid (exec keeps it), a background child in the same
+    // process group, the API port and the run folder, then becomes python.
+    let wrapper = write_script(
+        &scratch.0,
+        "python-wrapper",
+        &format!(
+            "#!/bin/sh\necho \"pid $$\" >> {log}\nsleep 1000 &\necho \"child $!\" >> {log}\necho \"port $KUBERNETES_SERVICE_PORT\" >> {log}\necho \"dir $(dirname \"$1\")\" >> {log}\nexec python3 \"$@\"\n",
+            log = log.display()
+        ),
+    );
+    let timeout = Duration::from_millis(400);
+    let case = Case::of("component");
+    let started = Instant::now();
+    let findings = simulate(
+        &case.bundle(&fixture("broken/hangs.py")),
+        &SimOptions {
+            python: wrapper,
+            timeout,
+        },
+    )
+    .unwrap();
+    let elapsed = started.elapsed();
+    // Five scenarios, one killed run each (a second run after a timeout is skipped).
+    assert_eq!(findings.len(), 5, "{}", describe(&findings));
+    assert!(
+        findings.iter().all(
+            |f| f.rule == "runtime-failed" && f.message.contains("did not finish within 0.4 s")
+        ),
+        "{}",
+        describe(&findings)
+    );
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    let log = fs::read_to_string(&log).unwrap();
+    let mut pids = 0;
+    for line in log.lines() {
+        let (what, value) = line.split_once(' ').unwrap();
+        match what {
+            "pid" => assert!(
+                !alive(value.parse().unwrap(), "create.py"),
+                "python {value} outlived the run"
+            ),
+            "child" => assert!(
+                !alive(value.parse().unwrap(), "sleep"),
+                "its child {value} outlived the run"
+            ),
+            "port" => assert!(
+                !listening(value.parse().unwrap()),
+                "port {value} still listens"
+            ),
+            _ => assert!(!Path::new(value).exists(), "{value} was not removed"),
+        }
+        pids += usize::from(what == "pid");
+    }
+    assert_eq!(pids, 5);
+}
+
+/// Runs a Python check inside the in-cluster environment, optionally as `nobody`.
+fn run_in_cluster_env(check: &str, as_nobody: bool) -> (child::Exit, String) {
+    let dir = incluster::RunDir::create().unwrap();
+    incluster::write_environment(&dir, "the-token", "not really a CA\n", NS).unwrap();
+    incluster::write_program(&dir, check, "{}").unwrap();
+    let scratch = Scratch::new(if as_nobody { "nobody" } else { "hook" });
+    let python = if as_nobody {
+        write_script(
+            &scratch.0,
+            "python-as-nobody",
+            "#!/bin/sh\nchown -R 65534:65534 \"$(dirname \"$1\")\"\nexec setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 \"$@\"\n",
+        )
+    } else {
+        PathBuf::from("python3")
+    };
+    let env = incluster::child_env(&dir, 1);
+    let Ok(outcome) = child::run(&python, &dir, &env, Duration::from_secs(10)) else {
+        panic!("{} did not start", python.display());
+    };
+    assert!(!dir.join("stderr").exists());
+    (outcome.exit, outcome.stderr_tail)
+}
+
+const HOOK_CHECK: &str = r#"import os, pathlib, ssl, sys
+sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+assert open(sa + "/token").read() == "the-token"
+assert pathlib.Path(sa, "token").read_text() == "the-token"
+assert pathlib.Path(sa + "/namespace").exists() and pathlib.Path(sa).is_dir()
+assert sorted(p.name for p in pathlib.Path(sa).iterdir()) == ["ca.crt", "namespace", "token"]
+assert os.path.isfile(sa + "/ca.crt") and os.path.exists(sa.encode() + b"/token")
+assert os.read(os.open(sa + "/namespace", os.O_RDONLY), 64) == b"shop"
+assert os.stat("/run/secrets/kubernetes.io/serviceaccount//token").st_size == 9
+assert sorted(os.listdir(sa)) == ["ca.crt", "namespace", "token"]
+with open(file=sa + "/../serviceaccount/token", mode="rb") as f:
+    assert f.read() == b"the-token"
+assert not os.path.exists("/var/run/secrets/kubernetes.io/other")
+try:
+    ssl.create_default_context(cafile=sa + "/ca.crt")
+    sys.exit("the fake CA file loaded")
+except ssl.SSLError:
+    pass  # reached the file written for this run (it holds no certificate)
+print("hook ok", os.getuid(), file=sys.stderr)
+"#;
+
+#[test]
+fn the_in_cluster_path_resolves_to_the_run_files() {
+    let (exit, stderr) = run_in_cluster_env(HOOK_CHECK, false);
+    assert_eq!(exit, child::Exit::Code(0), "{stderr}");
+    assert!(stderr.contains("hook ok"), "{stderr}");
+}
+
+#[test]
+fn the_in_cluster_path_resolves_for_a_non_root_user() {
+    if !Path::new("/usr/bin/setpriv").exists()
+        || !Path::new("/usr/bin/python3").exists()
+        || unsafe_euid() != 0
+    {
+        eprintln!("skipped: needs root, /usr/bin/setpriv and /usr/bin/python3 to switch to nobody");
+        return;
+    }
+    let (exit, stderr) = run_in_cluster_env(HOOK_CHECK, true);
+    assert_eq!(exit, child::Exit::Code(0), "{stderr}");
+    assert!(stderr.contains("hook ok 65534"), "{stderr}");
+}
+
+/// The whole simulation with the Python child running as `nobody`.
+#[test]
+fn the_reference_passes_as_a_non_root_user() {
+    if !Path::new("/usr/bin/setpriv").exists()
+        || !Path::new("/usr/bin/python3").exists()
+        || unsafe_euid() != 0
+    {
+        eprintln!("skipped: needs root, /usr/bin/setpriv and /usr/bin/python3 to switch to nobody");
+        return;
+    }
+    let scratch = Scratch::new("nobody-sim");
+    let python = write_script(
+        &scratch.0,
+        "python-as-nobody",
+        "#!/bin/sh\nchown -R 65534:65534 \"$(dirname \"$1\")\"\nexec setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 \"$@\"\n",
+    );
+    let case = Case::of("component");
+    let findings = simulate(
+        &case.bundle(&fixture("create.py")),
+        &SimOptions {
+            python,
+            timeout: Duration::from_secs(15),
+        },
+    )
+    .unwrap();
+    assert!(findings.is_empty(), "{}", describe(&findings));
+}
+
+fn unsafe_euid() -> u32 {
+    // SAFETY: geteuid(2) cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+#[test]
+fn a_missing_python_is_an_error() {
+    let case = Case::of("component");
+    let opts = SimOptions {
+        python: PathBuf::from("/nonexistent/python3"),
+        timeout: Duration::from_secs(1),
+    };
+    let err = simulate(&case.bundle("print(1)\n"), &opts).unwrap_err();
+    assert!(matches!(err, SimError::PythonMissing { .. }), "{err}");
+    assert!(err.to_string().contains("/nonexistent/python3"));
+}
+
+#[test]
+fn an_unusable_plan_is_an_error() {
+    let mut bundle = Case::of("component").bundle("print(1)\n");
+    bundle.plan_json = "{not json".into();
+    assert!(matches!(
+        simulate(&bundle, &opts()),
+        Err(SimError::InvalidPlan(_))
+    ));
+    bundle.plan_json = "{\"secrets\": 5}".into();
+    assert!(matches!(
+        simulate(&bundle, &opts()),
+        Err(SimError::InvalidPlan(_))
+    ));
+}
+
+#[test]
+fn failures_quote_stderr_without_values() {
+    // Prints every value it can read, then fails: the message keeps the text, not the values.
+    let script = fixture("create.py").replace(
+        "    repair_servers(api, plan, data_by_secret)\n",
+        "    print([base64.b64decode(v).decode() for d in data_by_secret.values() for v in d.values()], file=sys.stderr)\n    raise Stop(1, \"values printed\")\n",
+    );
+    let case = Case::of("component");
+    let findings = simulate(&case.bundle(&script), &opts()).unwrap();
+    let failed: Vec<&SimFinding> = findings
+        .iter()
+        .filter(|f| f.rule == "runtime-failed")
+        .collect();
+    assert!(!failed.is_empty(), "{}", describe(&findings));
+    for f in failed {
+        assert!(
+            f.message.contains("values printed") && f.message.contains("[redacted]"),
+            "{}",
+            f.message
+        );
+        let printed = f.message.split("['").nth(1).unwrap_or("");
+        assert!(printed.starts_with("[redacted]"), "{}", f.message);
+    }
+}
+
+// ---- the server, without python ----
+
+fn context(rules: Vec<RoleRule>) -> ApiContext {
+    let pki = incluster::make_pki().unwrap();
+    ApiContext {
+        tls: pki.tls,
+        token: "t".into(),
+        rules,
+        namespace: NS.into(),
+        user: "system:serviceaccount:shop:x-credentials".into(),
+        cluster: Mutex::new(Cluster::new(NS)),
+    }
+}
+
+fn call(
+    ctx: &ApiContext,
+    method: &str,
+    target: &str,
+    content_type: &str,
+    body: Value,
+) -> (u16, Value) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let mut headers = vec![("authorization".to_string(), "Bearer t".to_string())];
+    if !content_type.is_empty() {
+        headers.push(("content-type".into(), content_type.into()));
+    }
+    let req = HttpRequest {
+        method: method.into(),
+        path: path.into(),
+        query: query.into(),
+        headers,
+        body: if body.is_null() {
+            Vec::new()
+        } else {
+            serde_json::to_vec(&body).unwrap()
+        },
+        keep_alive: true,
+    };
+    let resp = handle_api(ctx, &req);
+    (resp.status, resp.body)
+}
+
+const SECRETS: &str = "/api/v1/namespaces/shop/secrets";
+const A: &str = "/api/v1/namespaces/shop/secrets/a";
+
+#[test]
+fn the_server_answers_as_the_api_server_does() {
+    let ctx = context(
+        Case::of("component")
+            .role()
+            .into_iter()
+            .map(|mut r| {
+                if r.resources == ["secrets"] && r.resource_names.is_some() {
+                    r.resource_names = Some(strings(&["a", "missing"]));
+                }
+                r
+            })
+            .collect(),
+    );
+    let secret = json!({"metadata": {"name": "a"}, "data": {"password": "cHc="}});
+    assert_eq!(
+        call(&ctx, "POST", SECRETS, "application/json", secret.clone()).0,
+        201
+    );
+    assert_eq!(
+        call(&ctx, "POST", SECRETS, "application/json", secret.clone()).0,
+        409
+    );
+    let (status, got) = call(&ctx, "GET", A, "", Value::Null);
+    assert_eq!(status, 200);
+    let rv = got["metadata"]["resourceVersion"].clone();
+    // Authorization comes before existence.
+    assert_eq!(
+        call(
+            &ctx,
+            "GET",
+            "/api/v1/namespaces/shop/secrets/other",
+            "",
+            Value::Null
+        )
+        .0,
+        403
+    );
+    assert_eq!(
+        call(
+            &ctx,
+            "GET",
+            "/api/v1/namespaces/shop/secrets/missing",
+            "",
+            Value::Null
+        )
+        .0,
+        404
+    );
+    assert_eq!(call(&ctx, "PUT", A, "application/json", got.clone()).0, 403);
+    assert_eq!(call(&ctx, "GET", SECRETS, "", Value::Null).0, 403);
+    // A stale test op is refused; a current one applies and bumps the resourceVersion.
+    let stale = json!([{"op": "test", "path": "/metadata/resourceVersion", "value": "1"}, {"op": "add", "path": "/data/u", "value": "dQ=="}]);
+    assert_eq!(
+        call(&ctx, "PATCH", A, "application/json-patch+json", stale).0,
+        422
+    );
+    let ok = json!([{"op": "test", "path": "/metadata/resourceVersion", "value": rv}, {"op": "add", "path": "/data/u", "value": "dQ=="}]);
+    let (status, patched) = call(&ctx, "PATCH", A, "application/json-patch+json", ok);
+    assert_eq!(status, 200);
+    assert_ne!(patched["metadata"]["resourceVersion"], rv);
+    // A patch that changes nothing is not written.
+    let rv2 = patched["metadata"]["resourceVersion"].clone();
+    let (status, same) = call(
+        &ctx,
+        "PATCH",
+        A,
+        "application/merge-patch+json",
+        json!({"data": {"u": "dQ=="}}),
+    );
+    assert_eq!(
+        (status, same["metadata"]["resourceVersion"].clone()),
+        (200, rv2)
+    );
+    let (status, merged) = call(
+        &ctx,
+        "PATCH",
+        A,
+        "application/merge-patch+json",
+        json!({"stringData": {"v": "x"}}),
+    );
+    assert_eq!((status, merged["data"]["v"].clone()), (200, json!("eA==")));
+    assert_eq!(
+        call(&ctx, "PATCH", A, "application/apply-patch+yaml", json!({})).0,
+        415
+    );
+    assert_eq!(
+        call(
+            &ctx,
+            "PATCH",
+            A,
+            "application/merge-patch+json",
+            json!({"data": {"w": "not base64!"}})
+        )
+        .0,
+        422
+    );
+    let (status, body) = call(
+        &ctx,
+        "GET",
+        "/api/v1/namespaces/shop/secrets/other",
+        "",
+        Value::Null,
+    );
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(body["reason"], "Forbidden");
+    assert_eq!(status, 403);
+    // Every write is an event; the denied ones are denials.
+    let cluster = lock(&ctx.cluster);
+    let denied = cluster
+        .events
+        .iter()
+        .filter(|e| matches!(e, cluster::Event::Denied { .. }))
+        .count();
+    assert_eq!(denied, 4);
+    drop(cluster);
+    // A wrong token is refused before anything else.
+    let mut req = HttpRequest {
+        method: "GET".into(),
+        path: A.into(),
+        query: String::new(),
+        headers: vec![],
+        body: vec![],
+        keep_alive: false,
+    };
+    assert_eq!(handle_api(&ctx, &req).status, 401);
+    req.headers
+        .push(("authorization".into(), "Bearer nope".into()));
+    assert_eq!(handle_api(&ctx, &req).status, 401);
+}
+
+fn seed_adoption(ctx: &ApiContext) -> String {
+    let mut cluster = lock(&ctx.cluster);
+    let uid = cluster.seed_external_secret(json!({"metadata": {"name": "a"}, "spec": {}}), false);
+    cluster.seed_secret(json!({"metadata": {"name": "a", "ownerReferences": [{"kind": "ExternalSecret", "name": "a", "uid": uid}]},
+                               "data": {"password": "cHc="}}));
+    uid
+}
+
+#[test]
+fn deleting_an_externalsecret_follows_its_propagation_policy() {
+    let es = "/apis/external-secrets.io/v1beta1/namespaces/shop/externalsecrets/a";
+    let all = vec![rule(&["*"], &["*"], None, &["*"])];
+
+    let ctx = context(all.clone());
+    seed_adoption(&ctx);
+    let (status, body) = call(
+        &ctx,
+        "DELETE",
+        es,
+        "application/json",
+        json!({"propagationPolicy": "Orphan"}),
+    );
+    assert_eq!(status, 202);
+    assert_eq!(body["metadata"]["finalizers"], json!(["orphan"]));
+    assert_eq!(body["apiVersion"], "external-secrets.io/v1beta1");
+    let (_, secret) = call(&ctx, "GET", A, "", Value::Null);
+    assert_eq!(secret["data"]["password"], "cHc=");
+    assert!(secret["metadata"].get("ownerReferences").is_none());
+    // Being finalized for a moment (unless this thread was slower than that), then gone.
+    let (status, pending) = call(&ctx, "GET", es, "", Value::Null);
+    assert!(status == 404 || pending["metadata"]["finalizers"] == json!(["orphan"]));
+    std::thread::sleep(cluster::FINALIZE_DELAY + Duration::from_millis(20));
+    assert_eq!(call(&ctx, "GET", es, "", Value::Null).0, 404);
+
+    // No body and no query: Background, and the garbage collector takes the Secret.
+    let ctx = context(all.clone());
+    seed_adoption(&ctx);
+    assert_eq!(call(&ctx, "DELETE", es, "", Value::Null).0, 200);
+    assert_eq!(call(&ctx, "GET", A, "", Value::Null).0, 404);
+
+    // The query parameter counts when there is no body.
+    let ctx = context(all);
+    seed_adoption(&ctx);
+    assert_eq!(
+        call(
+            &ctx,
+            "DELETE",
+            &format!("{es}?propagationPolicy=Orphan"),
+            "",
+            Value::Null
+        )
+        .0,
+        202
+    );
+    assert_eq!(call(&ctx, "GET", A, "", Value::Null).0, 200);
+    assert_eq!(
+        call(
+            &ctx,
+            "DELETE",
+            &format!("{es}?propagationPolicy=Sideways"),
+            "",
+            Value::Null
+        )
+        .0,
+        422
+    );
+}
+
+#[test]
+fn a_deleted_pod_is_replaced_with_a_new_uid() {
+    let ctx = context(vec![rule(
+        &[""],
+        &["pods"],
+        Some(&["p-0"]),
+        &["get", "delete"],
+    )]);
+    let template = PodTemplate {
+        port: 1,
+        port_name: "valkey",
+        container: "valkey",
+        env_name: "P",
+        secret: "a".into(),
+        key: "password".into(),
+    };
+    lock(&ctx.cluster).seed_pod(
+        "p-0",
+        template,
+        Some(b"old".to_vec()),
+        Replacement::Stale(b"old".to_vec()),
+        false,
+    );
+    let pod = "/api/v1/namespaces/shop/pods/p-0";
+    let (_, before) = call(&ctx, "GET", pod, "", Value::Null);
+    assert_eq!(before["status"]["phase"], "Running");
+    assert_eq!(before["status"]["podIP"], "127.0.0.1");
+    let (status, deleting) = call(&ctx, "DELETE", pod, "", Value::Null);
+    assert_eq!(status, 200);
+    assert!(deleting["metadata"].get("deletionTimestamp").is_some());
+    // Terminating, then gone, then replaced: whichever this (possibly slow) thread sees now,
+    // it is never the old pod looking healthy.
+    let (status, between) = call(&ctx, "GET", pod, "", Value::Null);
+    assert!(
+        status == 404
+            || between["metadata"].get("deletionTimestamp").is_some()
+            || between["metadata"]["uid"] != before["metadata"]["uid"]
+    );
+    std::thread::sleep(cluster::POD_REPLACED + Duration::from_millis(10));
+    let (status, after) = call(&ctx, "GET", pod, "", Value::Null);
+    assert_eq!(status, 200);
+    assert_ne!(after["metadata"]["uid"], before["metadata"]["uid"]);
+    assert_eq!(
+        lock(&ctx.cluster).pod_server("p-0"),
+        Some((b"old".to_vec(), false))
+    );
+    assert_eq!(
+        call(
+            &ctx,
+            "GET",
+            "/api/v1/namespaces/shop/pods/p-1",
+            "",
+            Value::Null
+        )
+        .0,
+        403
+    );
+}
+
+const SELF_CHECK: &str = "# -*- coding: utf-8 -*-\r\n# \u{fc}n\u{ef}code \u{2713}, a CRLF line, no final newline\nimport hashlib, os, socket, ssl, sys, urllib.error, urllib.request\nsa = \"/var/run/secrets/kubernetes.io/serviceaccount\"\nassert len(sys.argv) == 2 and os.path.basename(sys.argv[0]) == \"create.py\"\nassert os.path.basename(sys.argv[1]) == \"plan.json\"\nme = hashlib.sha256(open(sys.argv[0], \"rb\").read()).hexdigest()\nplan = hashlib.sha256(open(sys.argv[1], \"rb\").read()).hexdigest()\nctx = ssl.create_default_context(cafile=sa + \"/ca.crt\")\nctx.verify_flags |= ssl.VERIFY_X509_STRICT\nhost, port = os.environ[\"KUBERNETES_SERVICE_HOST\"], os.environ[\"KUBERNETES_SERVICE_PORT\"]\nns = open(sa + \"/namespace\").read()\nreq = urllib.request.Request(\"https://%s:%s/api/v1/namespaces/%s/secrets/shop-api-session\" % (host, port, ns))\nreq.add_header(\"Authorization\", \"Bearer \" + open(sa + \"/token\").read())\ntry:\n    code = urllib.request.urlopen(req, context=ctx).status\nexcept urllib.error.HTTPError as err:\n    code = err.code\nwith socket.create_connection((host, int(port))) as raw:\n    with ctx.wrap_socket(raw, server_hostname=\"kubernetes.default.svc\") as tls:\n        tls.sendall(b\"GET /version HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n\")\n        head = tls.recv(8).decode()\nsys.stderr.write(\"checks ok %s %s %d %s\" % (me, plan, code, head))\nsys.exit(3)";
+
+/// The program file is the bundle's bytes, argv is the Job's, and the server's certificate
+/// passes strict X.509 checks (Python 3.13's default) for both SAN forms.
+#[test]
+fn the_program_runs_unmodified_as_the_job_runs_it() {
+    use sha2::{Digest, Sha256};
+    let case = Case::of("component");
+    let bundle = case.bundle(SELF_CHECK);
+    let hex = |b: &[u8]| {
+        Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<String>()
+    };
+    let expected = format!(
+        "checks ok {} {} 404 HTTP/1.1",
+        hex(SELF_CHECK.as_bytes()),
+        hex(bundle.plan_json.as_bytes())
+    );
+    let findings = simulate(&bundle, &opts()).unwrap();
+    let failed = findings
+        .iter()
+        .find(|f| f.rule == "runtime-failed" && f.scenario == "a-empty-namespace" && f.run == 1)
+        .unwrap_or_else(|| panic!("{}", describe(&findings)));
+    assert!(
+        failed.message.contains(&expected),
+        "{}\nwanted {expected}",
+        failed.message
+    );
+}
+
+#[test]
+fn a_panicking_handler_ends_its_connection_only_and_stopping_closes_the_port() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    let handler = Arc::new(|mut stream: TcpStream, _stop: &AtomicBool| {
+        let mut byte = [0u8; 1];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while stream.read(&mut byte).is_err() && Instant::now() < deadline {}
+        assert_ne!(byte[0], b'p', "a handler panic that this test provokes");
+        let _ = stream.write_all(b"ok");
+    });
+    let mut service = server::Service::start("test", handler).unwrap();
+    let port = service.port();
+    let mut first = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    first.write_all(b"p").unwrap();
+    let mut got = Vec::new();
+    let _ = first.read_to_end(&mut got);
+    assert!(got.is_empty());
+    let mut second = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    second.write_all(b"x").unwrap();
+    let mut got = Vec::new();
+    second.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"ok");
+    service.stop();
+    assert!(!listening(port));
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+}
+
+#[test]
+fn broken_restarts_on_unclear_answer() {
+    let findings = assert_caught("restarts-on-unclear-answer.py");
+    assert!(
+        findings.iter().all(|f| f.scenario == "h-unclear-answer"),
+        "{}",
+        describe(&findings)
+    );
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.message.contains("no clear answer")),
+        "{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn broken_does_nothing() {
+    let findings = assert_caught("does-nothing.py");
+    assert!(
+        findings.iter().all(|f| f.rule == "runtime-incomplete"),
+        "{}",
+        describe(&findings)
+    );
+}
