@@ -233,7 +233,9 @@ fn generated_on_disk(dir: &Path) -> Vec<String> {
                 continue;
             };
             if kind.is_dir() {
-                pending.push(path);
+                if entry.file_name() != ".git" {
+                    pending.push(path);
+                }
             } else if kind.is_file()
                 && path.extension().is_some_and(|e| e == "yaml")
                 && starts_with_marker(&path)

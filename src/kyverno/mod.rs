@@ -248,6 +248,12 @@ impl PolicySet {
                 return;
             }
         };
+        if raw.body.constraints.is_none() {
+            reader.problems.push(Problem {
+                span: anchor,
+                reason: "the policy has no spec.matchConstraints, which Kyverno requires".into(),
+            });
+        }
         if let Some(m) = &raw.body.constraints
             && !matching::namespace_selector_supported(&m.namespace_selector)
         {
@@ -356,7 +362,6 @@ impl PolicySet {
             return None;
         }
         Some(Variant {
-            // A policy without matchConstraints matches nothing.
             constraints: body.constraints.clone().unwrap_or_default(),
             conditions,
             variables,

@@ -325,6 +325,14 @@ fn policies_that_need_the_cluster_or_unknown_functions_are_unsupported() {
             "{field}: {reasons:?}"
         );
     }
+    let unmatched = POD_POLICY
+        .replace("  matchConstraints:", "  unused:")
+        .replace("    resourceRules:", "    x:");
+    assert!(
+        unsupported(&unmatched)
+            .iter()
+            .any(|r| r.contains("no spec.matchConstraints"))
+    );
     let ns = POD_POLICY.replace(
         "    resourceRules:",
         "    namespaceSelector:\n      matchLabels: {env: prod}\n    resourceRules:",
