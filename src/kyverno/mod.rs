@@ -143,7 +143,7 @@ impl PolicySet {
             match input::read(file) {
                 Ok(bytes) => files.push(PolicyFile {
                     display: file.display.clone(),
-                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                    text: lossy(&bytes),
                 }),
                 Err(message) => errors.push(InputError {
                     path: file.display.clone(),
@@ -481,6 +481,17 @@ impl PolicySet {
             Verdict::Denied(denials)
         }
     }
+}
+
+/// The text of a file, each byte that is not UTF-8 read as `?` (offsets stay those of the file,
+/// as the reports that show it again expect).
+fn lossy(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        out.extend(std::iter::repeat_n('?', chunk.invalid().len()));
+    }
+    out
 }
 
 /// A messageExpression result Kubernetes uses: not blank, one line, at most 5,000 characters.

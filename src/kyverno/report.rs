@@ -91,8 +91,10 @@ pub fn unsupported_findings(set: &PolicySet, first_file: usize) -> Vec<Finding> 
             };
             // A block scalar's span runs to the next key: show its first line only.
             let start = u.span.start();
-            let end = file.text[start.min(file.text.len())..]
-                .find('\n')
+            let end = file
+                .text
+                .get(start..)
+                .and_then(|rest| rest.find('\n'))
                 .map_or(u.span.end(), |n| (start + n).min(u.span.end()));
             Some(Finding {
                 rule: UNSUPPORTED.into(),

@@ -424,3 +424,62 @@ fn the_catalog_expressions_are_far_from_the_depth_limit() {
     }
     assert!(deepest.0 * 2 <= support::MAX_DEPTH, "{deepest:?}");
 }
+
+#[test]
+fn mangled_policies_never_panic() {
+    // Every line of a valid policy dropped, or its value replaced by something of another type.
+    let lines: Vec<&str> = POD_POLICY.lines().collect();
+    let junk = [
+        "",
+        "null",
+        "[]",
+        "{}",
+        "3",
+        "'*'",
+        "[1, [2]]",
+        "{a: {b: c}}",
+        "!!binary aGk=",
+        "&a [*a]",
+    ];
+    let objects = [
+        POD,
+        DEPLOYMENT,
+        CRONJOB,
+        "kind: Pod\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: 3\nspec: []\n",
+    ];
+    for i in 0..lines.len() {
+        let mut variants = vec![
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, l)| *l)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ];
+        if let Some((key, _)) = lines[i].split_once(':') {
+            for j in junk {
+                let mut copy: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+                copy[i] = format!("{key}: {j}");
+                variants.push(copy.join("\n"));
+            }
+        }
+        for text in variants {
+            let s = set(&text);
+            for index in 0..s.policies.len() {
+                for object in objects {
+                    let _ = s.decide(index, &node(object));
+                }
+            }
+            let _ = report::unsupported_findings(&s, 0);
+        }
+    }
+    let bytes =
+        b"apiVersion: policies.kyverno.io/v1\nkind: ValidatingPolicy\nmetadata: {name: \xff\xfe}\n";
+    let s = PolicySet::new(vec![PolicyFile {
+        display: "x".into(),
+        text: lossy(bytes),
+    }]);
+    let _ = report::unsupported_findings(&s, 0);
+}
