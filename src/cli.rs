@@ -135,6 +135,11 @@ fn check(args: CheckArgs) -> ExitCode {
             return usage_error(format!("unknown rule `{id}` (see `credlint rules`)"));
         }
     }
+    if args.policies.iter().any(|p| p == "-") && args.paths.iter().any(|p| p == "-") {
+        return usage_error(
+            "standard input (`-`) can be read only once: as manifests or as --policy",
+        );
+    }
     let policies = match load_policies(&args.policies) {
         Ok(policies) => policies,
         Err(code) => return code,
