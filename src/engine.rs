@@ -48,7 +48,6 @@ struct ObjectRule {
     id: &'static str,
     resources: &'static [&'static Resource],
     condition: Option<&'static str>,
-    variables: Vec<(String, Program)>,
     validations: Vec<(Program, &'static Validation)>,
 }
 
@@ -86,20 +85,21 @@ impl Engine {
         let mut rules = Vec::new();
         for rule in &catalog.rules {
             let Some(object) = &rule.object else { continue };
-            let compile = |text: &str| cel.compile(text).map_err(|e| format!("{}: {e}", rule.id));
+            // The configured image is a constant the `job-image-pinned` rule reads as a variable.
+            let image = options.credentials_image.as_deref().unwrap_or("");
+            let constants = [("credentialsImage", image)];
             rules.push(ObjectRule {
                 id: &rule.id,
                 resources: &object.resources,
                 condition: object.condition.as_deref(),
-                variables: object
-                    .variables
-                    .iter()
-                    .map(|(n, e)| Ok((n.clone(), compile(e)?)))
-                    .collect::<Result<_, String>>()?,
                 validations: object
                     .validations
                     .iter()
-                    .map(|v| Ok((compile(&v.expression)?, v)))
+                    .map(|v| {
+                        cel.compile_inlined(&v.expression, &object.variables, &constants)
+                            .map(|p| (p, v))
+                            .map_err(|e| format!("{}: {e}", rule.id))
+                    })
                     .collect::<Result<_, String>>()?,
             });
         }
@@ -395,16 +395,12 @@ impl Engine {
         bundle: Option<&str>,
         admitted: bool,
     ) {
-        let image = self.options.credentials_image.as_deref().unwrap_or("");
-        let activation = self
-            .cel
-            .activate(bound, &rule.variables, &[("credentialsImage", image)]);
         for (program, validation) in &rule.validations {
-            let verdict = activation.check(program);
+            let verdict = bound.check(program);
             if verdict == Verdict::Pass || (!admitted && matches!(verdict, Verdict::Error(_))) {
                 continue;
             }
-            let mut spans: Vec<(Span, Option<String>)> = activation
+            let mut spans: Vec<(Span, Option<String>)> = bound
                 .blame(program, obj.root)
                 .iter()
                 .map(|path| {

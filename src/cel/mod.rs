@@ -7,7 +7,9 @@
 //! expression to find the nodes of the object that made it false.
 
 mod blame;
+mod inline;
 mod inspect;
+mod regex;
 
 pub use inspect::Usage;
 
@@ -66,7 +68,33 @@ impl Cel {
         // The strings extension is part of both Kubernetes' and Kyverno's CEL.
         env.add_extension(cel::extensions::strings)
             .expect("the strings extension declares no conflicting overloads");
+        regex::register(&mut env);
         Cel { env: Arc::new(env) }
+    }
+
+    /// Compiles a validation with the rule's variables written into it: `variables.x` becomes
+    /// `(<x's expression>)`, so an object is evaluated in one context without binding a map of
+    /// variables per rule. The rule file and the policy keep the `variables` form; the result
+    /// is the same, since variables are pure and Kubernetes evaluates them lazily.
+    pub fn compile_inlined(
+        &self,
+        text: &str,
+        variables: &[(String, String)],
+        constants: &[(&str, &str)],
+    ) -> Result<Program, String> {
+        let mut expanded: Vec<(String, String)> = constants
+            .iter()
+            .map(|(name, value)| (name.to_string(), literal(value)))
+            .collect();
+        for (name, expr) in variables {
+            let inlined = inline::variables(expr, &expanded);
+            expanded.push((name.clone(), inlined));
+        }
+        let inlined = inline::variables(text, &expanded);
+        let mut program = self.compile(&inlined)?;
+        // Keep the text as written, for messages and policies.
+        program.text = text.to_string();
+        Ok(program)
     }
 
     pub fn compile(&self, text: &str) -> Result<Program, String> {
@@ -110,9 +138,24 @@ impl Cel {
 
     /// Converts an object once, for every rule that looks at it.
     pub fn bind(&self, object: &Node) -> Bound {
-        Bound {
-            object: to_value(object),
-        }
+        self.bind_value(to_value(object))
+    }
+
+    /// A JSON value as the API server hands it to CEL (a policy's `request`; integers stay
+    /// `int`).
+    pub fn bind_json(&self, value: &serde_json::Value) -> Bound {
+        self.bind_value(json_value(value))
+    }
+
+    /// `null`, as `oldObject` is on a create.
+    pub fn bind_null(&self) -> Bound {
+        self.bind_value(Value::Null)
+    }
+
+    fn bind_value(&self, value: Value) -> Bound {
+        let mut ctx = cel::Context::with_env(self.env.clone());
+        ctx.add_variable_from_value("object", value.clone());
+        Bound { object: value, ctx }
     }
 
     /// Binds `object` (and any constant string variables) and evaluates `variables` in order.
@@ -162,7 +205,7 @@ impl Cel {
 
     /// Evaluates a standalone expression over `object` (match conditions).
     pub fn check(&self, program: &Program, bound: &Bound) -> Verdict {
-        self.activate(bound, &[], &[]).check(program)
+        bound.check(program)
     }
 }
 
@@ -201,27 +244,6 @@ fn nesting(text: &str) -> usize {
     max
 }
 
-/// An object converted for CEL.
-pub struct Bound {
-    object: Value,
-}
-
-impl Bound {
-    /// `null`, as `oldObject` is on a create.
-    pub fn null() -> Bound {
-        Bound {
-            object: Value::Null,
-        }
-    }
-
-    /// A JSON value as the API server hands it to CEL (integers stay `int`).
-    pub fn json(value: &serde_json::Value) -> Bound {
-        Bound {
-            object: json_value(value),
-        }
-    }
-}
-
 fn json_value(value: &serde_json::Value) -> Value {
     match value {
         serde_json::Value::Null => Value::Null,
@@ -244,6 +266,54 @@ fn json_value(value: &serde_json::Value) -> Value {
     }
 }
 
+/// An object converted for CEL, bound in a context of its own.
+pub struct Bound {
+    object: Value,
+    ctx: cel::Context<'static, 'static>,
+}
+
+impl Bound {
+    /// Evaluates a program compiled with [`Cel::compile_inlined`] (or one that uses no
+    /// variables).
+    pub fn check(&self, program: &Program) -> Verdict {
+        verdict(program.inner.execute(&self.ctx))
+    }
+
+    /// The paths in `object` that make `program` false.
+    pub fn blame(&self, program: &Program, object: &Node) -> Vec<Path> {
+        blame::blame(
+            program.inner.expression(),
+            &self.ctx,
+            object,
+            &HashMap::new(),
+        )
+    }
+}
+
+fn verdict(result: Result<Value, cel::ExecutionError>) -> Verdict {
+    match result {
+        Ok(Value::Bool(true)) => Verdict::Pass,
+        Ok(Value::Bool(false)) => Verdict::Deny,
+        Ok(other) => Verdict::Error(format!("the expression gave {other:?}, not a boolean")),
+        Err(e) => Verdict::Error(e.to_string()),
+    }
+}
+
+/// A CEL string literal for `text`.
+fn literal(text: &str) -> String {
+    let mut out = String::from("'");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 fn map_value(map: HashMap<Key, Value>) -> Value {
     Value::Map(Map { map: Arc::new(map) })
 }
@@ -256,12 +326,7 @@ pub struct Activation<'p> {
 
 impl Activation<'_> {
     pub fn check(&self, program: &Program) -> Verdict {
-        match program.inner.execute(&self.ctx) {
-            Ok(Value::Bool(true)) => Verdict::Pass,
-            Ok(Value::Bool(false)) => Verdict::Deny,
-            Ok(other) => Verdict::Error(format!("the expression gave {other:?}, not a boolean")),
-            Err(e) => Verdict::Error(e.to_string()),
-        }
+        verdict(program.inner.execute(&self.ctx))
     }
 
     /// Evaluates an expression that must give a string (a policy's messageExpression).

@@ -20,7 +20,7 @@ pub mod report;
 pub mod spec;
 pub mod support;
 
-use crate::cel::{Bound, Cel, Program};
+use crate::cel::{Cel, Program};
 use crate::input::{self, InputError};
 use crate::locate::Path;
 use crate::model::Severity;
@@ -397,8 +397,8 @@ impl PolicySet {
             return Verdict::NotMatched;
         };
         let bound = self.cel.bind(object);
-        let request = Bound::json(&request(&target));
-        let old = Bound::null();
+        let request = self.cel.bind_json(&request(&target));
+        let old = self.cel.bind_null();
         let globals = [
             ("object", &bound),
             ("oldObject", &old),
