@@ -20,7 +20,7 @@ pub mod report;
 pub mod spec;
 pub mod support;
 
-use crate::cel::{Cel, Program};
+use crate::cel::{Bound, Cel, Program};
 use crate::input::{self, InputError};
 use crate::locate::Path;
 use crate::model::Severity;
@@ -95,6 +95,13 @@ pub struct Denial {
     pub paths: Vec<Path>,
     /// The validation could not be evaluated (denied under `failurePolicy: Fail`).
     pub error: bool,
+}
+
+/// An object prepared for evaluation by [`PolicySet::subject`].
+pub struct Subject<'n, 'a> {
+    node: &'n Node<'a>,
+    target: Target,
+    bound: std::cell::OnceCell<(Bound, Bound, Bound)>,
 }
 
 /// What a policy does with an object.
@@ -370,21 +377,37 @@ impl PolicySet {
         })
     }
 
+    /// An object made ready for every policy: its identity as a request, converted for CEL
+    /// once (when a policy selects it).
+    pub fn subject<'n, 'a>(&self, object: &'n Node<'a>) -> Option<Subject<'n, 'a>> {
+        let obj = Object::from_node(object)?;
+        Some(Subject {
+            node: object,
+            target: Target::of(&obj),
+            bound: std::cell::OnceCell::new(),
+        })
+    }
+
     /// What policy `index` does with an object.
     pub fn decide(&self, index: usize, object: &Node) -> Verdict {
+        match self.subject(object) {
+            Some(subject) => self.decide_for(index, &subject),
+            None => Verdict::NotMatched,
+        }
+    }
+
+    /// What policy `index` does with a prepared object.
+    pub fn decide_for(&self, index: usize, subject: &Subject) -> Verdict {
         let Some(policy) = self.policies.get(index) else {
-            return Verdict::NotMatched;
-        };
-        let Some(obj) = Object::from_node(object) else {
             return Verdict::NotMatched;
         };
         if !policy.active {
             return Verdict::NotMatched;
         }
-        let target = Target::of(&obj);
+        let target = &subject.target;
         let mut variant = None;
         for v in &policy.variants {
-            match matching::matches(&v.constraints, &target) {
+            match matching::matches(&v.constraints, target) {
                 Ok(true) => {
                     variant = Some(v);
                     break;
@@ -396,14 +419,15 @@ impl PolicySet {
         let Some(variant) = variant else {
             return Verdict::NotMatched;
         };
-        let bound = self.cel.bind(object);
-        let request = self.cel.bind_json(&request(&target));
-        let old = self.cel.bind_null();
-        let globals = [
-            ("object", &bound),
-            ("oldObject", &old),
-            ("request", &request),
-        ];
+        let object = subject.node;
+        let (bound, request, old) = subject.bound.get_or_init(|| {
+            (
+                self.cel.bind(object),
+                self.cel.bind_json(&request(target)),
+                self.cel.bind_null(),
+            )
+        });
+        let globals = [("object", bound), ("oldObject", old), ("request", request)];
 
         // Match conditions see no variables.
         let bare = self.cel.activate_globals(&globals, &[], &[]);

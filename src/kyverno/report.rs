@@ -43,8 +43,11 @@ pub fn object_findings(
         object: Some(reference.clone()),
         bundle: bundle.map(str::to_string),
     };
+    let Some(subject) = set.subject(obj.root) else {
+        return out;
+    };
     for (index, policy) in set.policies.iter().enumerate() {
-        match set.decide(index, obj.root) {
+        match set.decide_for(index, &subject) {
             Verdict::NotMatched | Verdict::Admitted => {}
             Verdict::Undecidable(reason) => out.push(finding(
                 UNSUPPORTED.into(),
