@@ -5,7 +5,8 @@
 //! validations, failurePolicy Fail), which reads them back from the generated YAML text.
 //!
 //! The same holds for the objects as the cluster receives them from Argo CD: with the hook
-//! finalizer, the tracking-id annotation and label, and what the API server defaults.
+//! finalizer, the tracking-id annotation, the instance label, the last-applied configuration and
+//! managed fields, and what the API server defaults.
 //!
 //! Objects the API server refuses (a `schema` finding) are left out: no policy ever sees them.
 
@@ -120,14 +121,36 @@ fn as_admitted(original: &Y) -> Y {
         _ => metadata.set("finalizers", Y::strs(["argocd.argoproj.io/hook-finalizer"])),
     }
     let tracking = format!("shop:/{kind}:shop/{name}");
+    let applied = "{\"apiVersion\":\"v1\"}";
     match metadata.get_mut("annotations") {
-        Some(a @ Y::Map(_)) => a.set("argocd.argoproj.io/tracking-id", Y::str(&tracking)),
+        Some(a @ Y::Map(_)) => {
+            a.set("argocd.argoproj.io/tracking-id", Y::str(&tracking));
+            a.set(
+                "kubectl.kubernetes.io/last-applied-configuration",
+                Y::str(applied),
+            );
+        }
         Some(_) => {}
         None => metadata.set(
             "annotations",
-            Y::map([("argocd.argoproj.io/tracking-id", Y::str(&tracking))]),
+            Y::map([
+                ("argocd.argoproj.io/tracking-id", Y::str(&tracking)),
+                (
+                    "kubectl.kubernetes.io/last-applied-configuration",
+                    Y::str(applied),
+                ),
+            ]),
         ),
     }
+    default(
+        metadata,
+        "managedFields",
+        Y::Seq(vec![Y::map([
+            ("manager", Y::str("argocd-controller")),
+            ("operation", Y::str("Apply")),
+            ("fieldsType", Y::str("FieldsV1")),
+        ])]),
+    );
     match metadata.get_mut("labels") {
         Some(l @ Y::Map(_)) => default(l, "app.kubernetes.io/instance", Y::str("shop")),
         Some(_) => {}
