@@ -4,7 +4,7 @@
 
 use crate::bundle::{self, Bundle, Member, MemberKind, Owner};
 use crate::catalog::{Catalog, Resource, Validation};
-use crate::cel::{Bound, Cel, Program, Verdict};
+use crate::cel::{Bound, Cel, Program, RuleSet, Verdict};
 use crate::checks::{Emit, bundle_rules, plan, text, wiring};
 use crate::input::{self, InputError, InputFile};
 use crate::locate::span_for;
@@ -34,6 +34,18 @@ pub struct Summary {
     pub warnings: usize,
 }
 
+/// A `credlint.io/ignore` annotation as written: which object carries it and where. What it
+/// means (rules, reason) is read by the suppression step, not by the engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IgnoreAnnotation {
+    pub object: ObjectRef,
+    pub value: String,
+    pub loc: crate::source::Loc,
+}
+
+/// The annotation that suppresses findings on an object.
+pub const IGNORE_ANNOTATION: &str = "credlint.io/ignore";
+
 pub struct Outcome {
     /// Display paths, indexed by `Loc::file`.
     pub files: Vec<String>,
@@ -42,12 +54,16 @@ pub struct Outcome {
     pub bundles: Vec<Bundle>,
     /// Paths that could not be read: the run exits 2.
     pub input_errors: Vec<InputError>,
+    /// Every `credlint.io/ignore` annotation met, in file order.
+    pub ignores: Vec<IgnoreAnnotation>,
 }
 
 struct ObjectRule {
     id: &'static str,
     resources: &'static [&'static Resource],
     condition: Option<&'static str>,
+    /// The variables (of the engine's rule set) to bind before the validations.
+    needs: Vec<usize>,
     validations: Vec<(Program, &'static Validation)>,
 }
 
@@ -55,6 +71,7 @@ pub struct Engine {
     catalog: &'static Catalog,
     cel: Cel,
     rules: Vec<ObjectRule>,
+    rule_set: RuleSet,
     conditions: HashMap<&'static str, Program>,
     options: Options,
 }
@@ -64,6 +81,7 @@ pub struct Engine {
 struct FileOut {
     findings: Vec<Finding>,
     members: Vec<Member>,
+    ignores: Vec<IgnoreAnnotation>,
     documents: usize,
     objects: usize,
 }
@@ -83,30 +101,41 @@ impl Engine {
             conditions.insert(name.as_str(), program);
         }
         let mut rules = Vec::new();
+        let mut rule_set = RuleSet::default();
         for rule in &catalog.rules {
             let Some(object) = &rule.object else { continue };
             // The configured image is a constant the `job-image-pinned` rule reads as a variable.
             let image = options.credentials_image.as_deref().unwrap_or("");
-            let constants = [("credentialsImage", image)];
+            let texts: Vec<&str> = object
+                .validations
+                .iter()
+                .map(|v| v.expression.as_str())
+                .collect();
+            let compiled = rule_set
+                .add(
+                    &cel,
+                    &object.variables,
+                    &[("credentialsImage", image)],
+                    &texts,
+                )
+                .map_err(|e| format!("{}: {e}", rule.id))?;
             rules.push(ObjectRule {
                 id: &rule.id,
                 resources: &object.resources,
                 condition: object.condition.as_deref(),
-                validations: object
+                needs: compiled.needs,
+                validations: compiled
                     .validations
-                    .iter()
-                    .map(|v| {
-                        cel.compile_inlined(&v.expression, &object.variables, &constants)
-                            .map(|p| (p, v))
-                            .map_err(|e| format!("{}: {e}", rule.id))
-                    })
-                    .collect::<Result<_, String>>()?,
+                    .into_iter()
+                    .zip(&object.validations)
+                    .collect(),
             });
         }
         Ok(Engine {
             catalog,
             cel,
             rules,
+            rule_set,
             conditions,
             options,
         })
@@ -116,6 +145,7 @@ impl Engine {
         let mut files = Vec::new();
         let mut findings = Vec::new();
         let mut members = Vec::new();
+        let mut ignores = Vec::new();
         let mut summary = Summary::default();
         for (id, file) in inputs.iter().enumerate() {
             files.push(file.display.clone());
@@ -126,6 +156,7 @@ impl Engine {
                     summary.objects += out.objects;
                     findings.extend(out.findings);
                     members.extend(out.members);
+                    ignores.extend(out.ignores);
                 }
                 Err(message) => input_errors.push(InputError {
                     path: file.display.clone(),
@@ -168,6 +199,7 @@ impl Engine {
                 Vec::new()
             },
             input_errors,
+            ignores,
         }
     }
 
@@ -231,6 +263,15 @@ impl Engine {
                         object::objects(&doc.root, &mut objects);
                         for obj in &objects {
                             out.objects += 1;
+                            if let Some(value) =
+                                obj.root.at(&["metadata", "annotations", IGNORE_ANNOTATION])
+                            {
+                                out.ignores.push(IgnoreAnnotation {
+                                    object: obj.reference(),
+                                    value: value.display_scalar().unwrap_or_default(),
+                                    loc: source.loc(value.span),
+                                });
+                            }
                             self.lint_object(
                                 obj,
                                 &source,
@@ -264,23 +305,21 @@ impl Engine {
             self.policies(obj, source, emit, None, true);
             return;
         };
-        let bound = self.cel.bind(obj.root);
+        let mut bound = self.cel.bind(obj.root);
         let mut conditions: HashMap<&str, bool> = HashMap::new();
-        let mut holds = |name: &'static str| {
+        let mut holds = |name: &'static str, bound: &Bound| {
             *conditions.entry(name).or_insert_with(|| {
                 self.conditions
                     .get(name)
-                    .is_some_and(|p| self.cel.check(p, &bound) == Verdict::Pass)
+                    .is_some_and(|p| bound.check(p) == Verdict::Pass)
             })
         };
-        let member_kind = MemberKind::of(obj.kind).filter(|_| holds(MEMBER_CONDITION));
+        let member_kind = MemberKind::of(obj.kind).filter(|_| holds(MEMBER_CONDITION, &bound));
         let reference = obj.reference();
         let owner = member_kind.map(|kind| match kind {
-            MemberKind::Job => {
-                match members::member(obj, kind, source, None, Keep::default()).owner {
-                    Owner::Known(o) | Owner::Prefix(o) => o,
-                }
-            }
+            MemberKind::Job => match members::job_owner(obj.root, obj.name.unwrap_or("")) {
+                Owner::Known(o) | Owner::Prefix(o) => o,
+            },
             _ => bundle::owner_of_name(obj.name.unwrap_or(""))
                 .unwrap_or("")
                 .to_string(),
@@ -306,9 +345,12 @@ impl Engine {
         }
         self.policies(obj, source, emit, bundle, admitted);
         for rule in &self.rules {
-            if !rule.resources.contains(&resource) || rule.condition.is_some_and(|c| !holds(c)) {
+            if !rule.resources.contains(&resource)
+                || rule.condition.is_some_and(|c| !holds(c, &bound))
+            {
                 continue;
             }
+            self.rule_set.bind(&mut bound, &rule.needs);
             self.object_rule(
                 rule, obj, &bound, source, emit, &reference, bundle, admitted,
             );
@@ -401,7 +443,7 @@ impl Engine {
                 continue;
             }
             let mut spans: Vec<(Span, Option<String>)> = bound
-                .blame(program, obj.root)
+                .blame(program, obj.root, &self.rule_set)
                 .iter()
                 .map(|path| {
                     let span = span_for(obj.root, path);
@@ -500,5 +542,6 @@ pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, S
         summary,
         bundles,
         input_errors: Vec::new(),
+        ignores: out.ignores,
     })
 }

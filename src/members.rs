@@ -53,7 +53,7 @@ pub fn member(
 /// else (by its truncated name) to the owner whose first 42 characters it carries. When the
 /// ConfigMap and the ServiceAccount name two owners, the one the name carries wins: the other
 /// reference is then the Job's wiring fault, not a second bundle.
-fn job_owner(root: &Node, name: &str) -> Owner {
+pub fn job_owner(root: &Node, name: &str) -> Owner {
     let pod = root.at(&["spec", "template", "spec"]);
     let from_volume = pod
         .and_then(|p| p.get("volumes"))

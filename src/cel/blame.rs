@@ -208,10 +208,14 @@ impl Blamer<'_, '_, '_> {
 
     fn origin(&self, e: &IdedExpr, binds: &[Binding]) -> Option<Origin> {
         match &e.expr {
-            Expr::Ident(name) => {
-                let b = binds.iter().rev().find(|b| b.name == *name)?;
-                Some(Origin::Path(b.path.clone()?, b.level))
-            }
+            Expr::Ident(name) => match binds.iter().rev().find(|b| b.name == *name) {
+                Some(b) => Some(Origin::Path(b.path.clone()?, b.level)),
+                // A variable bound by identifier: where its expression reads from.
+                None => {
+                    let var = self.variables.get(name.as_str())?;
+                    self.origin(var, &binds[..1])
+                }
+            },
             Expr::Select(s) => {
                 if let Expr::Ident(root) = &s.operand.expr
                     && root == "variables"
@@ -306,6 +310,15 @@ impl Blamer<'_, '_, '_> {
                     return;
                 }
                 self.references(&s.operand, binds, out);
+            }
+            Expr::Ident(name) => {
+                if !binds.iter().any(|b| b.name == *name)
+                    && let Some(var) = self.variables.get(name.as_str())
+                {
+                    let inner = binds.split_off(1);
+                    self.references(var, binds, out);
+                    binds.extend(inner);
+                }
             }
             Expr::Call(c) => {
                 if let Some(t) = &c.target {

@@ -10,6 +10,9 @@ mod blame;
 mod inline;
 mod inspect;
 mod regex;
+mod ruleset;
+
+pub use ruleset::{CompiledRule, RuleSet};
 
 pub use inspect::Usage;
 
@@ -72,31 +75,6 @@ impl Cel {
         Cel { env: Arc::new(env) }
     }
 
-    /// Compiles a validation with the rule's variables written into it: `variables.x` becomes
-    /// `(<x's expression>)`, so an object is evaluated in one context without binding a map of
-    /// variables per rule. The rule file and the policy keep the `variables` form; the result
-    /// is the same, since variables are pure and Kubernetes evaluates them lazily.
-    pub fn compile_inlined(
-        &self,
-        text: &str,
-        variables: &[(String, String)],
-        constants: &[(&str, &str)],
-    ) -> Result<Program, String> {
-        let mut expanded: Vec<(String, String)> = constants
-            .iter()
-            .map(|(name, value)| (name.to_string(), literal(value)))
-            .collect();
-        for (name, expr) in variables {
-            let inlined = inline::variables(expr, &expanded);
-            expanded.push((name.clone(), inlined));
-        }
-        let inlined = inline::variables(text, &expanded);
-        let mut program = self.compile(&inlined)?;
-        // Keep the text as written, for messages and policies.
-        program.text = text.to_string();
-        Ok(program)
-    }
-
     pub fn compile(&self, text: &str) -> Result<Program, String> {
         self.env
             .compile(text)
@@ -155,7 +133,11 @@ impl Cel {
     fn bind_value(&self, value: Value) -> Bound {
         let mut ctx = cel::Context::with_env(self.env.clone());
         ctx.add_variable_from_value("object", value.clone());
-        Bound { object: value, ctx }
+        Bound {
+            object: value,
+            ctx,
+            evaluated: Vec::new(),
+        }
     }
 
     /// Binds `object` (and any constant string variables) and evaluates `variables` in order.
@@ -266,10 +248,12 @@ fn json_value(value: &serde_json::Value) -> Value {
     }
 }
 
-/// An object converted for CEL, bound in a context of its own.
+/// An object converted for CEL, bound in a context of its own (with the variables of a
+/// [`RuleSet`] once they are bound).
 pub struct Bound {
     object: Value,
     ctx: cel::Context<'static, 'static>,
+    evaluated: Vec<bool>,
 }
 
 impl Bound {
@@ -279,13 +263,13 @@ impl Bound {
         verdict(program.inner.execute(&self.ctx))
     }
 
-    /// The paths in `object` that make `program` false.
-    pub fn blame(&self, program: &Program, object: &Node) -> Vec<Path> {
+    /// The paths in `object` that make `program` false (its variables from `rules`).
+    pub fn blame(&self, program: &Program, object: &Node, rules: &RuleSet) -> Vec<Path> {
         blame::blame(
             program.inner.expression(),
             &self.ctx,
             object,
-            &HashMap::new(),
+            &rules.expressions(),
         )
     }
 }
