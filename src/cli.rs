@@ -35,6 +35,8 @@ pub enum Command {
         /// A rule id, e.g. role-forbidden-verb.
         id: String,
     },
+    /// The Kyverno policies generated from the object rules.
+    Policies(crate::policies_cmd::PoliciesArgs),
     /// Run each bundle's create.py with the local python3 against a fake Kubernetes API server,
     /// in every scenario of ADR-072, and report what it does wrong.
     Simulate(SimulateArgs),
@@ -75,6 +77,10 @@ pub struct CheckArgs {
     /// The CREDENTIALS_IMAGE of the versions table: the Job must run exactly this image.
     #[arg(long, value_name = "REF")]
     pub credentials_image: Option<String>,
+    /// Kyverno ValidatingPolicy files or folders to apply as well (repeatable); each denial is a
+    /// `policy:<name>` finding.
+    #[arg(long = "policy", value_name = "PATH")]
+    pub policies: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -116,6 +122,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Check(args) => check(args),
         Command::Rules { format } => rules(format),
         Command::Explain { id } => explain(&id),
+        Command::Policies(args) => crate::policies_cmd::run(args),
         Command::Simulate(args) => simulate(args),
     }
 }
@@ -123,12 +130,23 @@ pub fn run(cli: Cli) -> ExitCode {
 fn check(args: CheckArgs) -> ExitCode {
     let catalog = Catalog::get();
     for id in args.select.iter().chain(&args.ignore) {
-        if catalog.rule(id).is_none() {
+        // `policy:<name>` ids come from the --policy files, not the catalog; `policy:*` is all.
+        if catalog.rule(id).is_none() && !id.starts_with(POLICY_PREFIX) {
             return usage_error(format!("unknown rule `{id}` (see `credlint rules`)"));
         }
     }
+    if args.policies.iter().any(|p| p == "-") && args.paths.iter().any(|p| p == "-") {
+        return usage_error(
+            "standard input (`-`) can be read only once: as manifests or as --policy",
+        );
+    }
+    let policies = match load_policies(&args.policies) {
+        Ok(policies) => policies,
+        Err(code) => return code,
+    };
     let options = Options {
         credentials_image: args.credentials_image.clone(),
+        policies,
         ..Options::default()
     };
     let (mut outcome, texts) = match lint(&args.paths, options) {
@@ -256,10 +274,40 @@ fn take_stdin(files: Vec<input::InputFile>) -> (Vec<input::InputFile>, Option<St
     (files, Some(text))
 }
 
+const POLICY_PREFIX: &str = crate::kyverno::report::PREFIX;
+
+/// Reads the `--policy` files; exit 2 when one cannot be read or none holds a policy.
+fn load_policies(
+    paths: &[String],
+) -> Result<Option<std::sync::Arc<crate::kyverno::PolicySet>>, ExitCode> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    match crate::kyverno::PolicySet::load(paths) {
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("credlint: {}: {}", e.path, e.message);
+            }
+            Err(ExitCode::from(2))
+        }
+        Ok(set) if set.policy_documents == 0 => Err(usage_error(format!(
+            "no Kyverno policy in {}",
+            paths.join(", ")
+        ))),
+        Ok(set) => Ok(Some(std::sync::Arc::new(set))),
+    }
+}
+
+/// Whether a rule id is named by a --select/--ignore list (`policy:*` names every policy).
+fn named(list: &[String], rule: &str) -> bool {
+    list.iter()
+        .any(|id| id == rule || (id == "policy:*" && rule.starts_with(POLICY_PREFIX)))
+}
+
 fn filter(outcome: &mut Outcome, select: &[String], ignore: &[String]) {
     outcome
         .findings
-        .retain(|f| (select.is_empty() || select.contains(&f.rule)) && !ignore.contains(&f.rule));
+        .retain(|f| (select.is_empty() || named(select, &f.rule)) && !named(ignore, &f.rule));
     recount(outcome);
 }
 
@@ -328,6 +376,16 @@ fn rule_json(r: &crate::catalog::Rule) -> serde_json::Value {
 
 fn explain(id: &str) -> ExitCode {
     let catalog = Catalog::get();
+    if let Some(name) = id.strip_prefix(POLICY_PREFIX) {
+        println!(
+            "{id}: a denial by the Kyverno policy `{name}`\n\nFindings with this id come from a \
+             ValidatingPolicy given with `credlint check --policy`: the policy's own annotations \
+             and message say why and what to do. They are errors when the policy denies \
+             (validationActions Deny), warnings when it only audits or warns. `--ignore {id}` \
+             drops them; `policy:*` stands for every policy."
+        );
+        return ExitCode::SUCCESS;
+    }
     let Some(rule) = catalog.rule(id) else {
         let close: Vec<&str> = catalog
             .rules

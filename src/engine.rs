@@ -20,6 +20,8 @@ pub struct Options {
     /// The configured CREDENTIALS_IMAGE, if any (`job-image-pinned`).
     pub credentials_image: Option<String>,
     pub keep: Keep,
+    /// Kyverno ValidatingPolicies applied to every object (`check --policy`).
+    pub policies: Option<std::sync::Arc<crate::kyverno::PolicySet>>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -165,6 +167,12 @@ impl Engine {
             }
         }
         summary.files = files.len();
+        if let Some(set) = &self.options.policies {
+            // Problems of the policies point into the policy files, listed after the inputs.
+            let first = files.len();
+            files.extend(set.files.iter().map(|f| f.display.clone()));
+            findings.extend(crate::kyverno::report::unsupported_findings(set, first));
+        }
         let bundles = assembler.finish();
         let mut emit = Emit::new(self.catalog);
         for b in &bundles {
@@ -296,6 +304,7 @@ impl Engine {
         header_lines: &mut Vec<usize>,
     ) {
         let Some(resource) = Resource::of(obj.api_version, obj.kind) else {
+            self.policies(obj, source, emit, None, true);
             return;
         };
         let mut bound = self.cel.bind(obj.root);
@@ -336,6 +345,7 @@ impl Engine {
                 bundle,
             );
         }
+        self.policies(obj, source, emit, bundle, admitted);
         for rule in &self.rules {
             if !rule.resources.contains(&resource)
                 || rule.condition.is_some_and(|c| !holds(c, &bound))
@@ -397,6 +407,24 @@ impl Engine {
             _ => {}
         }
         members.push(members::member(obj, kind, source, plan, self.options.keep));
+    }
+
+    /// The findings of the `--policy` policies on an object.
+    fn policies(
+        &self,
+        obj: &Object,
+        source: &Source,
+        emit: &mut Emit,
+        bundle: Option<&str>,
+        admitted: bool,
+    ) {
+        if let Some(set) = &self.options.policies {
+            let reference = obj.reference();
+            emit.findings
+                .extend(crate::kyverno::report::object_findings(
+                    set, obj, source, &reference, bundle, admitted,
+                ));
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
