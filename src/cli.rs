@@ -54,6 +54,9 @@ pub struct SimulateArgs {
     /// Seconds after which one run of a program is stopped.
     #[arg(long, default_value_t = 20)]
     pub timeout: u64,
+    /// Threads that read the bundles (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
     /// The lowest severity that makes the run fail (exit 1).
     #[arg(long, value_enum, default_value_t = FailOn::Error)]
     pub fail_on: FailOn,
@@ -81,6 +84,10 @@ pub struct CheckArgs {
     /// `policy:<name>` finding.
     #[arg(long = "policy", value_name = "PATH")]
     pub policies: Vec<String>,
+    /// Threads that lint in parallel (default: one per core); the output is the same for any
+    /// number.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -147,6 +154,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let options = Options {
         credentials_image: args.credentials_image.clone(),
         policies,
+        threads: args.threads.filter(|&n| n > 0),
         ..Options::default()
     };
     let (mut outcome, texts) = match lint(&args.paths, options) {
@@ -160,6 +168,7 @@ fn check(args: CheckArgs) -> ExitCode {
 fn simulate(args: SimulateArgs) -> ExitCode {
     let options = Options {
         keep: crate::members::Keep { programs: true },
+        threads: args.threads.filter(|&n| n > 0),
         ..Options::default()
     };
     let (mut outcome, texts) = match lint(&args.paths, options) {
