@@ -1,0 +1,146 @@
+//! What a run is asked to do: `credlint.toml` and the command line merged (a flag given on the
+//! command line replaces the file's value for that key; lists are not merged), and the steps
+//! that apply it to an [`Outcome`] after the engine: suppressions, severity overrides, rule
+//! selection, the summary.
+
+use crate::config::Config;
+use crate::engine::Outcome;
+use crate::model::Severity;
+use crate::suppress;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Only these rules (empty: all).
+    pub select: Vec<String>,
+    /// Not these rules.
+    pub ignore: Vec<String>,
+    /// Per-rule severity overrides.
+    pub severity: Vec<(String, Severity)>,
+    pub fail_on: Severity,
+    pub credentials_image: Option<String>,
+    /// Folders not walked.
+    pub exclude: Vec<String>,
+    /// Whether `credlint.io/ignore` annotations are honoured (`--no-inline-ignores` turns off).
+    pub inline_ignores: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            select: Vec::new(),
+            ignore: Vec::new(),
+            severity: Vec::new(),
+            fail_on: Severity::Error,
+            credentials_image: None,
+            exclude: Vec::new(),
+            inline_ignores: true,
+        }
+    }
+}
+
+/// The command line's say, `None` (or `false`) where a flag was not given.
+#[derive(Clone, Debug, Default)]
+pub struct Flags {
+    pub select: Option<Vec<String>>,
+    pub ignore: Option<Vec<String>>,
+    pub fail_on: Option<Severity>,
+    pub credentials_image: Option<String>,
+    pub exclude: Option<Vec<String>>,
+    pub no_inline_ignores: bool,
+}
+
+impl Settings {
+    pub fn merge(file: Option<Config>, flags: Flags) -> Settings {
+        let file = file.unwrap_or_default();
+        let defaults = Settings::default();
+        Settings {
+            select: flags.select.or(file.select).unwrap_or_default(),
+            ignore: flags.ignore.or(file.ignore).unwrap_or_default(),
+            severity: file.severity,
+            fail_on: flags.fail_on.or(file.fail_on).unwrap_or(defaults.fail_on),
+            credentials_image: flags.credentials_image.or(file.credentials_image),
+            exclude: flags.exclude.or(file.exclude).unwrap_or_default(),
+            inline_ignores: !flags.no_inline_ignores,
+        }
+    }
+
+    /// Whether a rule's findings are kept by `select` and `ignore`.
+    pub fn keeps(&self, rule: &str) -> bool {
+        (self.select.is_empty() || self.select.iter().any(|r| r == rule))
+            && !self.ignore.iter().any(|r| r == rule)
+    }
+
+    /// Suppressions (judged when `judge`), severity overrides, then `select`/`ignore`. The
+    /// summary is recounted by [`recount`], once the caller has dropped what it does not report.
+    ///
+    /// Suppressions come first so that an annotation naming a rule `--ignore` drops is judged
+    /// against the findings that exist, not called unused.
+    pub fn apply(&self, outcome: &mut Outcome, suppress: suppress::Options) {
+        if self.inline_ignores {
+            suppress::apply(outcome, suppress);
+        }
+        for f in &mut outcome.findings {
+            if let Some((_, severity)) = self.severity.iter().find(|(id, _)| *id == f.rule) {
+                f.severity = *severity;
+            }
+        }
+        outcome.findings.retain(|f| self.keeps(&f.rule));
+    }
+}
+
+/// Counts errors and warnings again; suppressed findings count in neither.
+pub fn recount(outcome: &mut Outcome) {
+    let counted = |severity: Severity| {
+        outcome
+            .findings
+            .iter()
+            .filter(|f| f.severity == severity && f.suppressed.is_none())
+            .count()
+    };
+    outcome.summary.errors = counted(Severity::Error);
+    outcome.summary.warnings = counted(Severity::Warning);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_the_file_key_by_key() {
+        let file = Config {
+            select: Some(vec!["job-ttl".into()]),
+            ignore: Some(vec!["hook-wave".into()]),
+            severity: vec![("job-ttl".into(), Severity::Warning)],
+            fail_on: Some(Severity::Warning),
+            credentials_image: Some("from-file".into()),
+            exclude: Some(vec!["charts".into()]),
+        };
+        let merged = Settings::merge(
+            Some(file.clone()),
+            Flags {
+                ignore: Some(vec!["job-seccomp".into()]),
+                fail_on: Some(Severity::Error),
+                ..Flags::default()
+            },
+        );
+        assert_eq!(merged.select, ["job-ttl"], "the file's, no flag given");
+        assert_eq!(
+            merged.ignore,
+            ["job-seccomp"],
+            "the flag replaces the file's list"
+        );
+        assert_eq!(merged.fail_on, Severity::Error);
+        assert_eq!(merged.credentials_image.as_deref(), Some("from-file"));
+        assert_eq!(merged.exclude, ["charts"]);
+        assert!(merged.inline_ignores);
+        let strict = Settings::merge(
+            Some(file),
+            Flags {
+                no_inline_ignores: true,
+                ..Flags::default()
+            },
+        );
+        assert!(!strict.inline_ignores);
+        assert_eq!(Settings::merge(None, Flags::default()), Settings::default());
+    }
+}
