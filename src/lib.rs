@@ -17,6 +17,7 @@ pub mod locate;
 pub mod members;
 pub mod model;
 pub mod object;
+pub mod precommit;
 pub mod python;
 pub mod render;
 pub mod report;
