@@ -140,10 +140,13 @@ fn accept(
     reason: &str,
 ) -> usize {
     let mut matched = 0;
-    for f in findings
-        .iter_mut()
-        .filter(|f| f.rule == rule && f.object.as_ref() == Some(&annotation.object))
-    {
+    for f in findings.iter_mut().filter(|f| {
+        f.rule == rule
+                && f.object.as_ref() == Some(&annotation.object)
+                // The object as written in this file: a duplicate of it elsewhere (itself a
+                // bundle-duplicate finding) carries its own annotations.
+                && f.loc.file == annotation.loc.file
+    }) {
         matched += 1;
         if f.suppressed.is_none() {
             f.suppressed = Some(Suppression {
