@@ -5,7 +5,7 @@
 //! as soon as they are read, so a 4,000-bundle tree is held as facts, not as documents.
 
 use crate::model::{ObjectRef, bundle_id};
-use crate::source::Loc;
+use crate::source::At;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -70,10 +70,10 @@ pub struct RoleRule {
     /// `None` when the rule has no resourceNames.
     pub names: Option<Vec<String>>,
     /// Where each of `names` stands.
-    pub name_locs: Vec<Loc>,
-    pub loc: Loc,
-    pub names_loc: Option<Loc>,
-    pub verbs_loc: Option<Loc>,
+    pub name_locs: Vec<At>,
+    pub loc: At,
+    pub names_loc: Option<At>,
+    pub verbs_loc: Option<At>,
 }
 
 /// plan.json, as far as the bundle rules need it.
@@ -93,37 +93,37 @@ pub struct ConfigMapFacts {
     /// The decoded values, kept only when a command needs them (`simulate`).
     pub plan_text: Option<String>,
     pub script: Option<String>,
-    pub script_loc: Option<Loc>,
+    pub script_loc: Option<At>,
 }
 
 #[derive(Clone, Debug)]
 pub struct Mount {
     pub volume: String,
     pub path: String,
-    pub loc: Loc,
+    pub loc: At,
 }
 
 #[derive(Clone, Debug)]
 pub struct Volume {
     pub name: String,
     pub config_map: Option<String>,
-    pub loc: Loc,
+    pub loc: At,
 }
 
 #[derive(Clone, Debug)]
 pub struct JobFacts {
     pub name: String,
     /// Where missing pod fields are reported: the pod template's `spec` key.
-    pub pod_loc: Loc,
-    pub service_account: Option<(String, Loc)>,
+    pub pod_loc: At,
+    pub service_account: Option<(String, At)>,
     pub volumes: Vec<Volume>,
     /// The first container: the one that runs the program.
-    pub container_loc: Option<Loc>,
+    pub container_loc: Option<At>,
     pub mounts: Vec<Mount>,
     /// `command` then `args`, and where they stand.
     pub command: Vec<String>,
-    pub command_loc: Option<Loc>,
-    pub image: Option<(String, Loc)>,
+    pub command_loc: Option<At>,
+    pub image: Option<(String, At)>,
 }
 
 #[derive(Clone, Debug)]
@@ -140,10 +140,22 @@ pub struct Member {
     pub kind: MemberKind,
     pub namespace: Option<String>,
     pub owner: Owner,
-    pub object: ObjectRef,
+    /// The object's own name (its kind is `kind`, its namespace `namespace`).
+    pub name: String,
     /// The object's name, where findings about the whole object point.
-    pub loc: Loc,
+    pub loc: At,
     pub facts: Facts,
+}
+
+impl Member {
+    /// The object a finding about this member names.
+    pub fn object(&self) -> ObjectRef {
+        ObjectRef {
+            kind: self.kind.name().to_string(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
 }
 
 /// One owner's objects.
@@ -200,35 +212,54 @@ pub fn owner_prefix(owner: &str) -> &str {
 /// Groups members into bundles keyed by namespace and owner, in a stable order. A Job known
 /// only by its name's prefix joins the owner of its namespace whose first 42 characters match.
 pub fn assemble(members: Vec<Member>) -> Vec<Bundle> {
-    let mut bundles: BTreeMap<(Option<String>, String), Bundle> = BTreeMap::new();
-    let mut pending = Vec::new();
+    let mut assembler = Assembler::default();
     for m in members {
-        match &m.owner {
+        assembler.add(m);
+    }
+    assembler.finish()
+}
+
+/// Bundles built as files are read, so no list of every member is ever held beside them.
+#[derive(Default)]
+pub struct Assembler {
+    bundles: BTreeMap<(Option<String>, String), Bundle>,
+    /// Jobs known only by their name's prefix, placed once every owner is known.
+    pending: Vec<Member>,
+}
+
+impl Assembler {
+    pub fn add(&mut self, member: Member) {
+        match &member.owner {
             Owner::Known(owner) => {
-                let key = (m.namespace.clone(), owner.clone());
-                insert(&mut bundles, key, m);
+                let key = (member.namespace.clone(), owner.clone());
+                insert(&mut self.bundles, key, member);
             }
-            Owner::Prefix(_) => pending.push(m),
+            Owner::Prefix(_) => self.pending.push(member),
         }
     }
-    for m in pending {
-        let Owner::Prefix(prefix) = &m.owner else {
-            continue;
-        };
-        let found = bundles
-            .keys()
-            .find(|(ns, owner)| *ns == m.namespace && owner_prefix(owner) == prefix)
-            .cloned();
-        let key = found.unwrap_or_else(|| (m.namespace.clone(), prefix.clone()));
-        insert(&mut bundles, key, m);
-    }
-    let mut out: Vec<Bundle> = bundles.into_values().collect();
-    for b in &mut out {
-        for list in b.members.values_mut() {
-            list.sort_by(|x, y| x.loc.cmp(&y.loc));
+
+    pub fn finish(mut self) -> Vec<Bundle> {
+        for m in std::mem::take(&mut self.pending) {
+            let Owner::Prefix(prefix) = &m.owner else {
+                continue;
+            };
+            let found = self
+                .bundles
+                .keys()
+                .find(|(ns, owner)| *ns == m.namespace && owner_prefix(owner) == prefix)
+                .cloned();
+            let key = found.unwrap_or_else(|| (m.namespace.clone(), prefix.clone()));
+            insert(&mut self.bundles, key, m);
         }
+        let mut out: Vec<Bundle> = self.bundles.into_values().collect();
+        for b in &mut out {
+            for list in b.members.values_mut() {
+                list.sort_by_key(|x| x.loc);
+                list.shrink_to_fit();
+            }
+        }
+        out
     }
-    out
 }
 
 fn insert(
@@ -241,7 +272,12 @@ fn insert(
         owner: key.1,
         members: BTreeMap::new(),
     });
-    bundle.members.entry(member.kind).or_default().push(member);
+    // Nearly every kind has one member: a list sized for four would double the facts kept.
+    bundle
+        .members
+        .entry(member.kind)
+        .or_insert_with(|| Vec::with_capacity(1))
+        .push(member);
 }
 
 #[cfg(test)]

@@ -39,6 +39,8 @@ pub enum Command {
         /// A rule id, e.g. role-forbidden-verb.
         id: String,
     },
+    /// The Kyverno policies generated from the object rules.
+    Policies(crate::policies_cmd::PoliciesArgs),
     /// Run each bundle's create.py with the local python3 against a fake Kubernetes API server,
     /// in every scenario of ADR-072, and report what it does wrong.
     Simulate(SimulateArgs),
@@ -106,6 +108,10 @@ pub struct CheckArgs {
     /// The CREDENTIALS_IMAGE of the versions table: the Job must run exactly this image.
     #[arg(long, value_name = "REF")]
     pub credentials_image: Option<String>,
+    /// Kyverno ValidatingPolicy files or folders to apply as well (repeatable); each denial is a
+    /// `policy:<name>` finding.
+    #[arg(long = "policy", value_name = "PATH")]
+    pub policies: Vec<String>,
     /// Folders not to walk (comma-separated; a name anywhere in the path, or a path from the
     /// folder walked).
     #[arg(long, value_delimiter = ',', value_name = "FOLDER,...")]
@@ -167,6 +173,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Check(args) => check(args),
         Command::Rules { format } => rules(format),
         Command::Explain { id } => explain(&id),
+        Command::Policies(args) => crate::policies_cmd::run(args),
         Command::Simulate(args) => simulate(args),
         Command::Completions { shell } => completions(shell),
     }
@@ -187,7 +194,8 @@ fn completions(shell: clap_complete::Shell) -> ExitCode {
 fn settings(args: &ConfigArgs, flags: Flags) -> Result<Settings, ExitCode> {
     let catalog = Catalog::get();
     for id in flags.select.iter().chain(&flags.ignore).flatten() {
-        if catalog.rule(id).is_none() {
+        // `policy:<name>` ids come from the --policy files, not the catalog; `policy:*` is all.
+        if catalog.rule(id).is_none() && !id.starts_with(POLICY_PREFIX) {
             let hint = crate::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
                 .map_or("see `credlint rules`".to_string(), |c| {
                     format!("did you mean `{c}`?")
@@ -240,6 +248,11 @@ fn active_rules(settings: &Settings, simulated: bool) -> Vec<&'static str> {
 }
 
 fn check(args: CheckArgs) -> ExitCode {
+    if args.policies.iter().any(|p| p == "-") && args.paths.iter().any(|p| p == "-") {
+        return usage_error(
+            "standard input (`-`) can be read only once: as manifests or as --policy",
+        );
+    }
     let flags = Flags {
         select: args.select.clone(),
         ignore: args.ignore.clone(),
@@ -252,12 +265,17 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(settings) => settings,
         Err(code) => return code,
     };
+    let policies = match load_policies(&args.policies) {
+        Ok(policies) => policies,
+        Err(code) => return code,
+    };
     let options = Options {
         credentials_image: settings.credentials_image.clone(),
         // The pre-commit scope and the JUnit suites need the bundles after the run.
         keep: crate::members::Keep {
             programs: args.pre_commit || args.format == Format::Junit,
         },
+        policies,
     };
     let linted = if args.pre_commit {
         lint_changed(&args.paths, &settings.exclude, options)
@@ -468,6 +486,30 @@ fn take_stdin(files: Vec<input::InputFile>) -> (Vec<input::InputFile>, Option<St
     (files, Some(text))
 }
 
+const POLICY_PREFIX: &str = crate::kyverno::report::PREFIX;
+
+/// Reads the `--policy` files; exit 2 when one cannot be read or none holds a policy.
+fn load_policies(
+    paths: &[String],
+) -> Result<Option<std::sync::Arc<crate::kyverno::PolicySet>>, ExitCode> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    match crate::kyverno::PolicySet::load(paths) {
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("credlint: {}: {}", e.path, e.message);
+            }
+            Err(ExitCode::from(2))
+        }
+        Ok(set) if set.policy_documents == 0 => Err(usage_error(format!(
+            "no Kyverno policy in {}",
+            paths.join(", ")
+        ))),
+        Ok(set) => Ok(Some(std::sync::Arc::new(set))),
+    }
+}
+
 fn rules(format: CatalogFormat) -> ExitCode {
     let catalog = Catalog::get();
     let mut out = std::io::stdout().lock();
@@ -520,6 +562,16 @@ fn rule_json(r: &crate::catalog::Rule) -> serde_json::Value {
 
 fn explain(id: &str) -> ExitCode {
     let catalog = Catalog::get();
+    if let Some(name) = id.strip_prefix(POLICY_PREFIX) {
+        println!(
+            "{id}: a denial by the Kyverno policy `{name}`\n\nFindings with this id come from a \
+             ValidatingPolicy given with `credlint check --policy`: the policy's own annotations \
+             and message say why and what to do. They are errors when the policy denies \
+             (validationActions Deny), warnings when it only audits or warns. `--ignore {id}` \
+             drops them; `policy:*` stands for every policy."
+        );
+        return ExitCode::SUCCESS;
+    }
     let Some(rule) = catalog.rule(id) else {
         let close: Vec<&str> = catalog
             .rules

@@ -196,8 +196,12 @@ impl Reader<'_> {
         out
     }
 
+    /// A catalog rule, or `policy:<name>` (a `check --policy` policy, `policy:*` for all).
     fn known_rule(&mut self, id: &str, span: Range<usize>) -> bool {
-        if self.catalog.rule(id).is_some() {
+        let policy = id
+            .strip_prefix(crate::kyverno::report::PREFIX)
+            .is_some_and(|name| !name.is_empty());
+        if self.catalog.rule(id).is_some() || policy {
             return true;
         }
         let hint = closest(id, self.catalog.rules.iter().map(|r| r.id.as_str()))

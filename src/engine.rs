@@ -20,6 +20,8 @@ pub struct Options {
     /// The configured CREDENTIALS_IMAGE, if any (`job-image-pinned`).
     pub credentials_image: Option<String>,
     pub keep: Keep,
+    /// Kyverno ValidatingPolicies applied to every object (`check --policy`).
+    pub policies: Option<std::sync::Arc<crate::kyverno::PolicySet>>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -142,7 +144,7 @@ impl Engine {
     pub fn run(&self, inputs: &[InputFile], mut input_errors: Vec<InputError>) -> Outcome {
         let mut files = Vec::new();
         let mut findings = Vec::new();
-        let mut members = Vec::new();
+        let mut assembler = bundle::Assembler::default();
         let mut ignores = Vec::new();
         let mut summary = Summary::default();
         for (id, file) in inputs.iter().enumerate() {
@@ -153,7 +155,9 @@ impl Engine {
                     summary.documents += out.documents;
                     summary.objects += out.objects;
                     findings.extend(out.findings);
-                    members.extend(out.members);
+                    for m in out.members {
+                        assembler.add(m);
+                    }
                     ignores.extend(out.ignores);
                 }
                 Err(message) => input_errors.push(InputError {
@@ -163,7 +167,13 @@ impl Engine {
             }
         }
         summary.files = files.len();
-        let bundles = bundle::assemble(members);
+        if let Some(set) = &self.options.policies {
+            // Problems of the policies point into the policy files, listed after the inputs.
+            let first = files.len();
+            files.extend(set.files.iter().map(|f| f.display.clone()));
+            findings.extend(crate::kyverno::report::unsupported_findings(set, first));
+        }
+        let bundles = assembler.finish();
         let mut emit = Emit::new(self.catalog);
         for b in &bundles {
             bundle_rules::check(b, &mut emit);
@@ -294,6 +304,7 @@ impl Engine {
         header_lines: &mut Vec<usize>,
     ) {
         let Some(resource) = Resource::of(obj.api_version, obj.kind) else {
+            self.policies(obj, source, emit, None, true);
             return;
         };
         let mut bound = self.cel.bind(obj.root);
@@ -334,6 +345,7 @@ impl Engine {
                 bundle,
             );
         }
+        self.policies(obj, source, emit, bundle, admitted);
         for rule in &self.rules {
             if !rule.resources.contains(&resource)
                 || rule.condition.is_some_and(|c| !holds(c, &bound))
@@ -395,6 +407,24 @@ impl Engine {
             _ => {}
         }
         members.push(members::member(obj, kind, source, plan, self.options.keep));
+    }
+
+    /// The findings of the `--policy` policies on an object.
+    fn policies(
+        &self,
+        obj: &Object,
+        source: &Source,
+        emit: &mut Emit,
+        bundle: Option<&str>,
+        admitted: bool,
+    ) {
+        if let Some(set) = &self.options.policies {
+            let reference = obj.reference();
+            emit.findings
+                .extend(crate::kyverno::report::object_findings(
+                    set, obj, source, &reference, bundle, admitted,
+                ));
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -463,11 +493,11 @@ impl Engine {
 /// Findings about a Job known only by its name's prefix were given the prefix as bundle; the
 /// assembled bundle knows the owner.
 fn fix_bundle_ids(findings: &mut [Finding], bundles: &[Bundle]) {
-    let mut ids: HashMap<&ObjectRef, String> = HashMap::new();
+    let mut ids: HashMap<ObjectRef, String> = HashMap::new();
     for b in bundles {
         if let Some(jobs) = b.members.get(&MemberKind::Job) {
             for job in jobs {
-                ids.insert(&job.object, b.id());
+                ids.insert(job.object(), b.id());
             }
         }
     }

@@ -43,8 +43,8 @@ pub fn member(
         kind,
         namespace: object.namespace.map(str::to_string),
         owner,
-        object: object.reference(),
-        loc: source.loc(object.anchor().span),
+        name: name.to_string(),
+        loc: source.at(object.anchor().span),
         facts,
     }
 }
@@ -89,18 +89,22 @@ pub fn job_owner(root: &Node, name: &str) -> Owner {
 }
 
 fn strings(node: Option<&Node>) -> Vec<String> {
-    node.and_then(Node::as_seq)
+    let mut out: Vec<String> = node
+        .and_then(Node::as_seq)
         .unwrap_or_default()
         .iter()
         .filter_map(|n| n.display_scalar())
-        .collect()
+        .collect();
+    // Kept for every Role of a large render: no spare capacity.
+    out.shrink_to_fit();
+    out
 }
 
 fn role_rules(root: &Node, source: &Source) -> Vec<RoleRule> {
     let Some(rules) = root.get("rules").and_then(Node::as_seq) else {
         return Vec::new();
     };
-    rules
+    let mut out: Vec<RoleRule> = rules
         .iter()
         .enumerate()
         .map(|(i, rule)| {
@@ -123,13 +127,15 @@ fn role_rules(root: &Node, source: &Source) -> Vec<RoleRule> {
                 resources: strings(rule.get("resources")),
                 verbs: strings(rule.get("verbs")),
                 names,
-                name_locs: name_nodes.iter().map(|n| source.loc(n.span)).collect(),
-                loc: source.loc(span_for(root, &path)),
-                names_loc: rule.entry("resourceNames").map(|e| source.loc(e.key_span)),
-                verbs_loc: rule.entry("verbs").map(|e| source.loc(e.key_span)),
+                name_locs: name_nodes.iter().map(|n| source.at(n.span)).collect(),
+                loc: source.at(span_for(root, &path)),
+                names_loc: rule.entry("resourceNames").map(|e| source.at(e.key_span)),
+                verbs_loc: rule.entry("verbs").map(|e| source.at(e.key_span)),
             }
         })
-        .collect()
+        .collect();
+    out.shrink_to_fit();
+    out
 }
 
 fn config_map(root: &Node, source: &Source, plan: Option<Plan>, keep: Keep) -> ConfigMapFacts {
@@ -153,7 +159,7 @@ fn config_map(root: &Node, source: &Source, plan: Option<Plan>, keep: Keep) -> C
         script_loc: root
             .get("data")
             .and_then(|d| d.entry("create.py"))
-            .map(|e| source.loc(e.key_span)),
+            .map(|e| source.at(e.key_span)),
     }
 }
 
@@ -164,7 +170,7 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
         Seg::Key("spec".into()),
     ];
     let pod = root.at(&["spec", "template", "spec"]);
-    let loc_of = |node: &Node| source.loc(node.span);
+    let loc_of = |node: &Node| source.at(node.span);
     // `serviceAccount` is the deprecated alias the API server copies into serviceAccountName.
     let service_account = pod
         .and_then(|p| {
@@ -187,11 +193,10 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
                 .at(&["configMap", "name"])
                 .and_then(Node::as_str)
                 .map(str::to_string),
-            loc: source.loc(
-                v.at(&["configMap", "name"])
-                    .or_else(|| v.get("name"))
-                    .map_or(v.span, |n| n.span),
-            ),
+            loc: source.at(v
+                .at(&["configMap", "name"])
+                .or_else(|| v.get("name"))
+                .map_or(v.span, |n| n.span)),
         })
         .collect();
     let container = pod
@@ -216,7 +221,7 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
                 .and_then(Node::as_str)
                 .unwrap_or("")
                 .to_string(),
-            loc: source.loc(m.get("mountPath").map_or(m.span, |n| n.span)),
+            loc: source.at(m.get("mountPath").map_or(m.span, |n| n.span)),
         })
         .collect();
     let command_node = container.and_then(|c| c.entry("command").or_else(|| c.entry("args")));
@@ -224,13 +229,13 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
     command.extend(strings(container.and_then(|c| c.get("args"))));
     JobFacts {
         name: name.to_string(),
-        pod_loc: source.loc(span_for(root, &pod_path)),
+        pod_loc: source.at(span_for(root, &pod_path)),
         service_account,
         volumes,
-        container_loc: container.map(|_| source.loc(span_for(root, &container_path))),
+        container_loc: container.map(|_| source.at(span_for(root, &container_path))),
         mounts,
         command,
-        command_loc: command_node.map(|e| source.loc(e.key_span)),
+        command_loc: command_node.map(|e| source.at(e.key_span)),
         image: container
             .and_then(|c| c.get("image"))
             .and_then(|n| Some((n.as_str()?.to_string(), loc_of(n)))),

@@ -70,7 +70,7 @@ pub fn narrow(outcome: &mut Outcome, changed: &HashSet<usize>) {
             b.members
                 .values()
                 .flatten()
-                .any(|m| changed.contains(&m.loc.file))
+                .any(|m| changed.contains(&crate::source::Loc::from(&m.loc).file))
         })
         .map(|b| b.id())
         .collect();

@@ -66,8 +66,7 @@ impl Settings {
 
     /// Whether a rule's findings are kept by `select` and `ignore`.
     pub fn keeps(&self, rule: &str) -> bool {
-        (self.select.is_empty() || self.select.iter().any(|r| r == rule))
-            && !self.ignore.iter().any(|r| r == rule)
+        (self.select.is_empty() || named(&self.select, rule)) && !named(&self.ignore, rule)
     }
 
     /// Suppressions (judged when `judge`), severity overrides, then `select`/`ignore`. The
@@ -86,6 +85,13 @@ impl Settings {
         }
         outcome.findings.retain(|f| self.keeps(&f.rule));
     }
+}
+
+/// Whether a rule id is named by a select/ignore list (`policy:*` names every policy).
+fn named(list: &[String], rule: &str) -> bool {
+    let prefix = crate::kyverno::report::PREFIX;
+    list.iter()
+        .any(|id| id == rule || (id == "policy:*" && rule.starts_with(prefix)))
 }
 
 /// Counts errors and warnings again; suppressed findings count in neither.

@@ -101,8 +101,8 @@ pub fn run(
             continue;
         };
         let loc = match &cm.facts {
-            Facts::ConfigMap(facts) => facts.script_loc.clone().unwrap_or_else(|| cm.loc.clone()),
-            _ => cm.loc.clone(),
+            Facts::ConfigMap(facts) => facts.script_loc.unwrap_or(cm.loc),
+            _ => cm.loc,
         };
         let id = bundle.id();
         for f in findings {
@@ -112,7 +112,7 @@ pub fn run(
             {
                 message.push_str(&format!(" [{request}]"));
             }
-            emit.add(f.rule, loc.clone(), message, Some(&cm.object), Some(&id));
+            emit.add(f.rule, loc, message, Some(&cm.object()), Some(&id));
         }
     }
     Ok((emit.findings, skipped))

@@ -17,6 +17,7 @@ use crate::model::{Finding, Suppression};
 
 pub const INVALID: &str = "ignore-invalid";
 pub const UNUSED: &str = "ignore-unused";
+const POLICY_PREFIX: &str = crate::kyverno::report::PREFIX;
 
 /// What the suppression step does in a run.
 #[derive(Clone, Copy, Debug)]
@@ -36,13 +37,15 @@ pub struct Ignore {
 }
 
 /// Reads `<rule-id>[,<rule-id>...]: <reason>`; the error says what is wrong, for `ignore-invalid`.
+/// Rule ids are the catalog's, or `policy:<name>` for a `check --policy` policy.
 pub fn parse(value: &str, catalog: &Catalog) -> Result<Ignore, String> {
     let usage = format!("write `{IGNORE_ANNOTATION}: \"<rule-id>[,<rule-id>...]: <reason>\"`");
-    let Some((ids, reason)) = value.split_once(':') else {
+    let Some(colon) = reason_colon(value) else {
         return Err(format!(
             "`{IGNORE_ANNOTATION}` gives no reason (no `:` after the rule ids): {usage}"
         ));
     };
+    let (ids, reason) = (&value[..colon], &value[colon + 1..]);
     let mut rules: Vec<String> = Vec::new();
     for id in ids.split(',').map(str::trim) {
         if id.is_empty() {
@@ -55,7 +58,10 @@ pub fn parse(value: &str, catalog: &Catalog) -> Result<Ignore, String> {
                 "`{id}` cannot be ignored: it is about the annotation itself"
             ));
         }
-        if catalog.rule(id).is_none() {
+        let policy = id
+            .strip_prefix(POLICY_PREFIX)
+            .is_some_and(|name| !name.is_empty());
+        if catalog.rule(id).is_none() && !policy {
             let hint = crate::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
                 .map_or("see `credlint rules`".to_string(), |c| {
                     format!("did you mean `{c}`?")
@@ -80,6 +86,24 @@ pub fn parse(value: &str, catalog: &Catalog) -> Result<Ignore, String> {
         rules,
         reason: reason.to_string(),
     })
+}
+
+/// The `:` that ends the rule ids: the first one that is not part of a `policy:` prefix.
+fn reason_colon(value: &str) -> Option<usize> {
+    let mut start = 0;
+    loop {
+        let token = start + (value[start..].len() - value[start..].trim_start().len());
+        let from = if value[token..].starts_with(POLICY_PREFIX) {
+            token + POLICY_PREFIX.len()
+        } else {
+            token
+        };
+        let at = from + value[from..].find([',', ':'])?;
+        if value.as_bytes()[at] == b':' {
+            return Some(at);
+        }
+        start = at + 1;
+    }
 }
 
 /// Marks the findings the annotations accept, and adds `ignore-invalid` / `ignore-unused`
@@ -173,6 +197,10 @@ mod tests {
         assert_eq!(ignore.rules, ["job-ttl", "job-seccomp"]);
         assert_eq!(ignore.reason, "kept for the migration: see PLAT-12");
         assert_eq!(parsed("job-ttl,job-ttl:x").unwrap().rules, ["job-ttl"]);
+        let ignore = parsed("policy:require-ttl, job-ttl: cleaned by the sweep").unwrap();
+        assert_eq!(ignore.rules, ["policy:require-ttl", "job-ttl"]);
+        assert_eq!(ignore.reason, "cleaned by the sweep");
+        assert_eq!(parsed("policy:x:why").unwrap().reason, "why");
     }
 
     #[test]
@@ -191,5 +219,8 @@ mod tests {
         let err = parsed("ignore-unused: noise").unwrap_err();
         assert!(err.contains("cannot be ignored"), "{err}");
         assert!(parsed("").is_err());
+        assert!(parsed("policy:").is_err());
+        let err = parsed("policy:: why").unwrap_err();
+        assert!(err.contains("unknown rule `policy:`"), "{err}");
     }
 }

@@ -5,10 +5,11 @@
 //! `entry:line:column rule`, in output order; each bad entry must show the folder's rule at least
 //! once; a good entry yields no finding at all. `options.yaml` may set `credentialsImage` for the
 //! folder. For the rules `credlint simulate` decides, an entry's bundles are also simulated and
-//! the distinct simulated findings are appended. `credlint.io/ignore` annotations are applied as
-//! `check` applies them: a suppressed finding is not listed, and `ignore-invalid` /
-//! `ignore-unused` findings are. `UPDATE_FIXTURES=1 cargo test --test fixtures` rewrites the
-//! expect.txt files; review the diff like any code change.
+//! the distinct simulated findings are appended. An entry folder may hold a `policies/` folder:
+//! it is applied with `--policy` (the `policy-unsupported` fixtures). `credlint.io/ignore`
+//! annotations are applied as `check` applies them: a suppressed finding is not listed, and
+//! `ignore-invalid` / `ignore-unused` findings are. `UPDATE_FIXTURES=1 cargo test --test
+//! fixtures` rewrites the expect.txt files; review the diff like any code change.
 
 use credlint::catalog::Catalog;
 use credlint::engine::{Engine, Options};
@@ -25,8 +26,18 @@ fn fixtures() -> PathBuf {
 /// Folders of `fixtures/` that belong to no single rule.
 const SHARED: &[&str] = &["clean", "demo", "runtime"];
 
-fn lint(path: &Path, options: Options) -> Vec<(String, usize, usize, String)> {
-    let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &[]);
+/// Lints an entry. An entry folder with a `policies/` folder gets it as `--policy`, and its
+/// manifests are the rest of the folder.
+fn lint(path: &Path, mut options: Options) -> Vec<(String, usize, usize, String)> {
+    let policies = path.join("policies");
+    let mut exclude = Vec::new();
+    if policies.is_dir() {
+        let set = credlint::kyverno::PolicySet::load(&[policies.to_string_lossy().into_owned()])
+            .expect("the fixture's policies can be read");
+        options.policies = Some(std::sync::Arc::new(set));
+        exclude.push("policies".to_string());
+    }
+    let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &exclude);
     assert!(errors.is_empty(), "{errors:?}");
     let engine = Engine::new(options).expect("the catalog compiles");
     let mut outcome = engine.run(&files, Vec::new());

@@ -8,10 +8,13 @@
 
 mod blame;
 mod inline;
+mod inspect;
 mod regex;
 mod ruleset;
 
 pub use ruleset::{CompiledRule, RuleSet};
+
+pub use inspect::Usage;
 
 use crate::locate::Path;
 use crate::yaml::{Node, Value as YValue};
@@ -40,6 +43,11 @@ impl std::fmt::Debug for Program {
 impl Program {
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// The functions, identifiers and syntax the expression uses.
+    pub fn usage(&self) -> Usage {
+        inspect::usage(self.inner.expression())
     }
 }
 
@@ -77,9 +85,52 @@ impl Cel {
             .map_err(|e| e.to_string())
     }
 
+    /// Compiles an expression from an untrusted file (a policy given with `--policy`). The
+    /// parser recurses once per nesting level, so text longer or deeper than any real policy is
+    /// refused, and parsing runs on a thread of its own with a generous stack.
+    pub fn compile_untrusted(&self, text: &str) -> Result<Program, String> {
+        if text.len() > MAX_UNTRUSTED_LEN {
+            return Err(format!(
+                "the expression is longer than {MAX_UNTRUSTED_LEN} bytes"
+            ));
+        }
+        if nesting(text) > MAX_UNTRUSTED_NESTING {
+            return Err(format!(
+                "the expression nests brackets deeper than {MAX_UNTRUSTED_NESTING} levels"
+            ));
+        }
+        let env = self.env.clone();
+        let owned = text.to_string();
+        let parsed = std::thread::Builder::new()
+            .name("cel-parse".into())
+            .stack_size(PARSE_STACK)
+            .spawn(move || env.compile(&owned).map_err(|e| e.to_string()))
+            .map_err(|e| format!("cannot start the parser: {e}"))?
+            .join()
+            .map_err(|_| "the parser failed on this expression".to_string())?;
+        parsed.map(|inner| Program {
+            inner,
+            text: text.to_string(),
+        })
+    }
+
     /// Converts an object once, for every rule that looks at it.
     pub fn bind(&self, object: &Node) -> Bound {
-        let value = to_value(object);
+        self.bind_value(to_value(object))
+    }
+
+    /// A JSON value as the API server hands it to CEL (a policy's `request`; integers stay
+    /// `int`).
+    pub fn bind_json(&self, value: &serde_json::Value) -> Bound {
+        self.bind_value(json_value(value))
+    }
+
+    /// `null`, as `oldObject` is on a create.
+    pub fn bind_null(&self) -> Bound {
+        self.bind_value(Value::Null)
+    }
+
+    fn bind_value(&self, value: Value) -> Bound {
         let mut ctx = cel::Context::with_env(self.env.clone());
         ctx.add_variable_from_value("object", value.clone());
         Bound {
@@ -105,8 +156,21 @@ impl Cel {
         variables: &'p [(String, Program)],
         constants: &[(&str, &str)],
     ) -> Activation<'p> {
+        self.activate_globals(&[("object", bound)], variables, constants)
+    }
+
+    /// Like [`Cel::activate`], with more top-level names than `object` (a policy's `oldObject`
+    /// and `request`).
+    pub fn activate_globals<'p>(
+        &self,
+        globals: &[(&str, &Bound)],
+        variables: &'p [(String, Program)],
+        constants: &[(&str, &str)],
+    ) -> Activation<'p> {
         let mut ctx = cel::Context::with_env(self.env.clone());
-        ctx.add_variable_from_value("object", bound.object.clone());
+        for (name, bound) in globals {
+            ctx.add_variable_from_value(*name, bound.object.clone());
+        }
         let mut values: HashMap<Key, Value> = constants
             .iter()
             .map(|(k, v)| (Key::from(*k), Value::from(v.to_string())))
@@ -124,6 +188,63 @@ impl Cel {
     /// Evaluates a standalone expression over `object` (match conditions).
     pub fn check(&self, program: &Program, bound: &Bound) -> Verdict {
         bound.check(program)
+    }
+}
+
+/// Limits for expressions from untrusted files, far above what any policy writes.
+const MAX_UNTRUSTED_LEN: usize = 64 * 1024;
+const MAX_UNTRUSTED_NESTING: usize = 64;
+const PARSE_STACK: usize = 64 * 1024 * 1024;
+
+/// The deepest nesting of brackets outside string literals.
+fn nesting(text: &str) -> usize {
+    let mut depth = 0usize;
+    let mut max = 0;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '(' | '[' | '{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+fn json_value(value: &serde_json::Value) -> Value {
+    match value {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Value::Int(i),
+            (None, Some(f)) => Value::Float(f),
+            (None, None) => Value::Null,
+        },
+        serde_json::Value::String(s) => Value::String(Arc::new(s.clone())),
+        serde_json::Value::Array(items) => {
+            Value::List(Arc::new(items.iter().map(json_value).collect()))
+        }
+        serde_json::Value::Object(entries) => map_value(
+            entries
+                .iter()
+                .map(|(k, v)| (Key::from(k.as_str()), json_value(v)))
+                .collect(),
+        ),
     }
 }
 
@@ -190,6 +311,15 @@ pub struct Activation<'p> {
 impl Activation<'_> {
     pub fn check(&self, program: &Program) -> Verdict {
         verdict(program.inner.execute(&self.ctx))
+    }
+
+    /// Evaluates an expression that must give a string (a policy's messageExpression).
+    pub fn string(&self, program: &Program) -> Result<String, String> {
+        match program.inner.execute(&self.ctx) {
+            Ok(Value::String(s)) => Ok(s.to_string()),
+            Ok(other) => Err(format!("the expression gave {other:?}, not a string")),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     /// The paths in `object` that make `program` false: the verb that is not allowed, the

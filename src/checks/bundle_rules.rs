@@ -16,7 +16,7 @@ pub fn check(bundle: &Bundle, emit: &mut Emit) {
     if let Some(job) = bundle.first(MemberKind::Job) {
         if let Facts::Job(facts) = &job.facts {
             for (loc, message) in wiring::job(facts, &bundle.owner) {
-                emit.add("job-wiring", loc, message, Some(&job.object), Some(&id));
+                emit.add("job-wiring", loc, message, Some(&job.object()), Some(&id));
             }
         }
         job_name(bundle, job, &id, emit);
@@ -37,13 +37,13 @@ fn incomplete(bundle: &Bundle, id: &str, emit: &mut Emit) {
         };
         emit.add(
             "bundle-incomplete",
-            anchor.loc.clone(),
+            anchor.loc,
             format!(
                 "bundle {id} has no {}: expected {expected} beside this {}",
                 kind.name(),
                 anchor.kind.name()
             ),
-            Some(&anchor.object),
+            Some(&anchor.object()),
             Some(id),
         );
     }
@@ -57,12 +57,12 @@ fn duplicates(bundle: &Bundle, id: &str, emit: &mut Emit) {
         for extra in rest {
             emit.add(
                 "bundle-duplicate",
-                extra.loc.clone(),
+                extra.loc,
                 format!("bundle {id} has a second {}", extra.kind.name()),
-                Some(&extra.object),
+                Some(&extra.object()),
                 Some(id),
             )
-            .label(first.loc.clone(), "the first one");
+            .label(first.loc, "the first one");
         }
     }
 }
@@ -148,10 +148,10 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
     if !creates && !plan.secrets.is_empty() {
         emit.add(
             "role-plan-mismatch",
-            role.loc.clone(),
+            role.loc,
             "the Role has no rule that creates secrets: the Job could not create the Secrets \
              plan.json plans (`secrets`)",
-            Some(&role.object),
+            Some(&role.object()),
             Some(id),
         );
     }
@@ -199,13 +199,13 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
                     };
                 emit.add(
                     "role-plan-mismatch",
-                    rule.loc.clone(),
+                    rule.loc,
                     format!(
                         "the Role grants {} by name, but {why}: the rule is left out when it \
                          names nothing",
                         shape.describe()
                     ),
-                    Some(&role.object),
+                    Some(&role.object()),
                     Some(id),
                 );
                 continue;
@@ -217,13 +217,13 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
                 }
                 emit.add(
                     "role-plan-mismatch",
-                    loc.clone(),
+                    *loc,
                     format!(
                         "the Role names `{name}` for {}, which plan.json does not plan ({})",
                         shape.describe(),
                         shape.planned()
                     ),
-                    Some(&role.object),
+                    Some(&role.object()),
                     Some(id),
                 );
             }
@@ -232,8 +232,8 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
         if !missing.is_empty() {
             let loc = granting
                 .first()
-                .and_then(|r| r.names_loc.clone())
-                .unwrap_or_else(|| role.loc.clone());
+                .and_then(|r| r.names_loc)
+                .unwrap_or(role.loc);
             emit.add(
                 "role-plan-mismatch",
                 loc,
@@ -244,7 +244,7 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
                     shape.describe(),
                     shape.planned()
                 ),
-                Some(&role.object),
+                Some(&role.object()),
                 Some(id),
             );
         }
@@ -269,7 +269,7 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
             };
             emit.add(
                 "role-plan-mismatch",
-                rule.verbs_loc.clone().unwrap_or_else(|| rule.loc.clone()),
+                rule.verbs_loc.unwrap_or(rule.loc),
                 format!(
                     "the Role does not grant {verb} on {} {}, which plan.json plans ({}): the \
                      Job would be refused",
@@ -277,7 +277,7 @@ fn role_plan(bundle: &Bundle, id: &str, emit: &mut Emit) {
                     quote_all(&lacking),
                     shape.planned()
                 ),
-                Some(&role.object),
+                Some(&role.object()),
                 Some(id),
             );
         }
@@ -320,15 +320,15 @@ fn job_name(bundle: &Bundle, job: &Member, id: &str, emit: &mut Emit) {
     };
     let expected = expected_job_name(&bundle.owner, &job_hash(state, image));
     if facts.name != expected {
-        let cm = bundle.first(MemberKind::ConfigMap).map(|m| m.loc.clone());
+        let cm = bundle.first(MemberKind::ConfigMap).map(|m| m.loc);
         let finding = emit.add(
             "job-name-hash",
-            job.loc.clone(),
+            job.loc,
             format!(
                 "the Job is named `{}`, but for the plan, program and image it runs it is `{expected}`",
                 facts.name
             ),
-            Some(&job.object),
+            Some(&job.object()),
             Some(id),
         );
         if let Some(cm) = cm {

@@ -28,7 +28,7 @@ impl<'c> Emit<'c> {
     pub fn add(
         &mut self,
         rule: &str,
-        loc: Loc,
+        loc: impl Into<Loc>,
         message: impl Into<String>,
         object: Option<&ObjectRef>,
         bundle: Option<&str>,
@@ -45,7 +45,7 @@ impl<'c> Emit<'c> {
             rule: rule.to_string(),
             severity,
             message: message.into(),
-            loc,
+            loc: loc.into(),
             labels: Vec::new(),
             object: object.cloned(),
             bundle: bundle.map(str::to_string),
@@ -56,9 +56,9 @@ impl<'c> Emit<'c> {
 }
 
 impl Finding {
-    pub fn label(&mut self, loc: Loc, message: impl Into<String>) -> &mut Self {
+    pub fn label(&mut self, loc: impl Into<Loc>, message: impl Into<String>) -> &mut Self {
         self.labels.push(Label {
-            loc,
+            loc: loc.into(),
             message: message.into(),
         });
         self

@@ -2,7 +2,7 @@
 //! `job-wiring` (decided once the Job's owner is known).
 
 use crate::bundle::{JobFacts, SUFFIX};
-use crate::source::Loc;
+use crate::source::At;
 use crate::yaml::{Node, Span};
 
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -122,18 +122,18 @@ pub fn rolebinding(root: &Node, owner: &str, namespace: Option<&str>) -> Vec<(Sp
     out
 }
 
-pub fn job(job: &JobFacts, owner: &str) -> Vec<(Loc, String)> {
+pub fn job(job: &JobFacts, owner: &str) -> Vec<(At, String)> {
     let mut out = Vec::new();
     let expected = format!("{owner}{SUFFIX}");
     match &job.service_account {
         None => out.push((
-            job.pod_loc.clone(),
+            job.pod_loc,
             format!(
                 "the Job sets no serviceAccountName: it would run as `default`, not `{expected}`"
             ),
         )),
         Some((sa, loc)) if *sa != expected => out.push((
-            loc.clone(),
+            *loc,
             format!("the Job runs as the ServiceAccount `{sa}`, not `{expected}`"),
         )),
         Some(_) => {}
@@ -145,30 +145,28 @@ pub fn job(job: &JobFacts, owner: &str) -> Vec<(Loc, String)> {
     match volume {
         None => match job.volumes.iter().find(|v| v.config_map.is_some()) {
             Some(other) => out.push((
-                other.loc.clone(),
+                other.loc,
                 format!(
                     "the Job mounts the ConfigMap `{}`, not `{expected}`",
                     other.config_map.as_deref().unwrap_or("")
                 ),
             )),
             None => out.push((
-                job.pod_loc.clone(),
+                job.pod_loc,
                 format!("the Job has no volume from the ConfigMap `{expected}`"),
             )),
         },
         Some(volume) => match job.mounts.iter().find(|m| m.volume == volume.name) {
             Some(m) if m.path.trim_end_matches('/') == MOUNT_PATH => {}
             Some(m) => out.push((
-                m.loc.clone(),
+                m.loc,
                 format!(
                     "the ConfigMap is mounted at `{}`, not at {MOUNT_PATH}",
                     m.path
                 ),
             )),
             None => out.push((
-                job.container_loc
-                    .clone()
-                    .unwrap_or_else(|| job.pod_loc.clone()),
+                job.container_loc.unwrap_or(job.pod_loc),
                 format!(
                     "the container does not mount the volume `{}` at {MOUNT_PATH}",
                     volume.name
@@ -177,7 +175,7 @@ pub fn job(job: &JobFacts, owner: &str) -> Vec<(Loc, String)> {
         },
     }
     let Some(container) = &job.container_loc else {
-        out.push((job.pod_loc.clone(), "the Job has no container".into()));
+        out.push((job.pod_loc, "the Job has no container".into()));
         return out;
     };
     if job.command != COMMAND {
@@ -187,7 +185,7 @@ pub fn job(job: &JobFacts, owner: &str) -> Vec<(Loc, String)> {
             format!("`{}`", job.command.join(" "))
         };
         out.push((
-            job.command_loc.clone().unwrap_or_else(|| container.clone()),
+            job.command_loc.unwrap_or(*container),
             format!("the container runs {shown}, not `{}`", COMMAND.join(" ")),
         ));
     }

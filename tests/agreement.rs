@@ -1,0 +1,387 @@
+//! The generated Kyverno policies agree with the linter: for every object of every fixture file
+//! (bad and good entries, the clean renderings, the demo), the ValidatingPolicy of an object rule
+//! denies the object exactly when `credlint check` reports that rule on it. The policies are
+//! evaluated by credlint's own Kyverno evaluator (resource rules, match conditions, variables,
+//! validations, failurePolicy Fail), which reads them back from the generated YAML text.
+//!
+//! The same holds for the objects as the cluster receives them from Argo CD: with the hook
+//! finalizer, the tracking-id annotation, the instance label, the last-applied configuration and
+//! managed fields, and what the API server defaults.
+//!
+//! Objects the API server refuses (a `schema` finding) are left out: no policy ever sees them.
+
+use credlint::catalog::Catalog;
+use credlint::engine::{Engine, Options};
+use credlint::kyverno::{PolicyFile, PolicySet, Verdict};
+use credlint::policies_cmd::{FixtureObject, entries, lint_objects};
+use credlint::policy::{self, Y, emit};
+use credlint::yaml::{Parsed, parse};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// The credentials image a fixture folder is linted with (`options.yaml`), '' when none.
+fn image_of(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("options.yaml"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("credentialsImage:"))
+        .map(|i| i.trim().trim_matches('"').to_string())
+        .unwrap_or_default()
+}
+
+/// The generated policies, read back from their YAML text as `kubectl apply` would read them.
+fn policies(image: &str) -> PolicySet {
+    let options = policy::Options {
+        credentials_image: image.to_string(),
+        ..policy::Options::default()
+    };
+    let files = policy::generate(Catalog::get(), &options)
+        .iter()
+        .map(|g| PolicyFile {
+            display: policy::policy_path(&g.rule),
+            text: policy::file_text(g),
+        })
+        .collect();
+    let set = PolicySet::new(files);
+    assert!(set.unsupported.is_empty(), "{:?}", set.unsupported);
+    set
+}
+
+/// What `credlint check` lints together: each entry of a rule's folder, a shared folder whole.
+fn units() -> Vec<(PathBuf, Vec<PathBuf>)> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    let mut out = Vec::new();
+    for folder in folders {
+        let list = entries(&folder);
+        if list.is_empty() {
+            out.push((folder.clone(), vec![folder]));
+        } else {
+            for entry in list {
+                out.push((folder.clone(), vec![entry]));
+            }
+        }
+    }
+    out
+}
+
+fn node_of(y: &Y) -> String {
+    emit::document(y)
+}
+
+fn decide(set: &PolicySet, index: usize, text: &str) -> Verdict {
+    match parse(text).into_iter().next() {
+        Some(Parsed::Document(d)) => set.decide(index, &d.root),
+        other => panic!("{other:?}\n{text}"),
+    }
+}
+
+/// Sets `key` only when the mapping lacks it, as defaulting does.
+fn default(map: &mut Y, key: &str, value: Y) {
+    if matches!(map, Y::Map(_)) && map.get(key).is_none() {
+        map.set(key, value);
+    }
+}
+
+fn each_map(y: Option<&mut Y>, f: impl Fn(&mut Y)) {
+    if let Some(Y::Seq(items)) = y {
+        for item in items.iter_mut().filter(|i| matches!(i, Y::Map(_))) {
+            f(item);
+        }
+    }
+}
+
+/// The object as Argo CD creates it and the API server stores it before admission.
+fn as_admitted(original: &Y) -> Y {
+    let mut y = original.clone();
+    let kind = y.get("kind").and_then(Y::as_str).unwrap_or("").to_string();
+    let name = y
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Y::as_str)
+        .unwrap_or("")
+        .to_string();
+    let Some(metadata) = y.get_mut("metadata") else {
+        return y;
+    };
+    if !matches!(metadata, Y::Map(_)) {
+        return y;
+    }
+    // Argo CD: the hook finalizer, annotation tracking and the instance label.
+    match metadata.get_mut("finalizers") {
+        Some(Y::Seq(items)) => items.push(Y::str("argocd.argoproj.io/hook-finalizer")),
+        _ => metadata.set("finalizers", Y::strs(["argocd.argoproj.io/hook-finalizer"])),
+    }
+    let tracking = format!("shop:/{kind}:shop/{name}");
+    let applied = "{\"apiVersion\":\"v1\"}";
+    match metadata.get_mut("annotations") {
+        Some(a @ Y::Map(_)) => {
+            a.set("argocd.argoproj.io/tracking-id", Y::str(&tracking));
+            a.set(
+                "kubectl.kubernetes.io/last-applied-configuration",
+                Y::str(applied),
+            );
+        }
+        Some(_) => {}
+        None => metadata.set(
+            "annotations",
+            Y::map([
+                ("argocd.argoproj.io/tracking-id", Y::str(&tracking)),
+                (
+                    "kubectl.kubernetes.io/last-applied-configuration",
+                    Y::str(applied),
+                ),
+            ]),
+        ),
+    }
+    default(
+        metadata,
+        "managedFields",
+        Y::Seq(vec![Y::map([
+            ("manager", Y::str("argocd-controller")),
+            ("operation", Y::str("Apply")),
+            ("fieldsType", Y::str("FieldsV1")),
+        ])]),
+    );
+    match metadata.get_mut("labels") {
+        Some(l @ Y::Map(_)) => default(l, "app.kubernetes.io/instance", Y::str("shop")),
+        Some(_) => {}
+        None => metadata.set(
+            "labels",
+            Y::map([("app.kubernetes.io/instance", Y::str("shop"))]),
+        ),
+    }
+    // The API server.
+    default(
+        metadata,
+        "uid",
+        Y::str("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"),
+    );
+    default(
+        metadata,
+        "creationTimestamp",
+        Y::str("2025-01-01T00:00:00Z"),
+    );
+    default(metadata, "resourceVersion", Y::str("1"));
+    default(metadata, "generation", Y::Int(1));
+    if kind == "RoleBinding" {
+        each_map(y.get_mut("subjects"), |s| {
+            if s.get("kind").and_then(Y::as_str) == Some("ServiceAccount") {
+                default(s, "apiGroup", Y::str(""));
+            }
+        });
+    }
+    if kind == "Job"
+        && let Some(spec @ Y::Map(_)) = y.get_mut("spec")
+    {
+        default(spec, "backoffLimit", Y::Int(6));
+        default(spec, "completions", Y::Int(1));
+        default(spec, "parallelism", Y::Int(1));
+        default(spec, "completionMode", Y::str("NonIndexed"));
+        default(spec, "suspend", Y::Bool(false));
+        default(spec, "podReplacementPolicy", Y::str("TerminatingOrFailed"));
+        if let Some(template @ Y::Map(_)) = spec.get_mut("template") {
+            default(template, "metadata", Y::Map(Vec::new()));
+            if let Some(meta @ Y::Map(_)) = template.get_mut("metadata") {
+                default(meta, "labels", Y::Map(Vec::new()));
+                if let Some(labels @ Y::Map(_)) = meta.get_mut("labels") {
+                    default(labels, "batch.kubernetes.io/job-name", Y::str(&name));
+                    default(labels, "job-name", Y::str(&name));
+                }
+            }
+            if let Some(pod @ Y::Map(_)) = template.get_mut("spec") {
+                default(pod, "dnsPolicy", Y::str("ClusterFirst"));
+                default(pod, "schedulerName", Y::str("default-scheduler"));
+                default(pod, "terminationGracePeriodSeconds", Y::Int(30));
+                default(pod, "securityContext", Y::Map(Vec::new()));
+                for list in ["containers", "initContainers"] {
+                    each_map(pod.get_mut(list), |c| {
+                        default(c, "terminationMessagePath", Y::str("/dev/termination-log"));
+                        default(c, "terminationMessagePolicy", Y::str("File"));
+                        default(c, "imagePullPolicy", Y::str("IfNotPresent"));
+                        default(c, "resources", Y::Map(Vec::new()));
+                        each_map(c.get_mut("ports"), |p| {
+                            default(p, "protocol", Y::str("TCP"))
+                        });
+                    });
+                }
+                each_map(pod.get_mut("volumes"), |v| {
+                    if let Some(cm @ Y::Map(_)) = v.get_mut("configMap") {
+                        default(cm, "defaultMode", Y::Int(420));
+                    }
+                });
+            }
+        }
+    }
+    y
+}
+
+#[derive(Default)]
+struct Figures {
+    policies: usize,
+    objects: usize,
+    refused: usize,
+    verdicts: usize,
+    selected: usize,
+    denied: usize,
+}
+
+fn place(obj: &FixtureObject) -> String {
+    format!(
+        "{} ({} {})",
+        obj.file,
+        obj.kind,
+        obj.name.as_deref().unwrap_or("<no name>")
+    )
+}
+
+#[test]
+fn every_policy_denies_exactly_the_objects_the_linter_reports_it_on() {
+    let catalog = Catalog::get();
+    let mut sets: BTreeMap<String, PolicySet> = BTreeMap::new();
+    let mut figures = Figures::default();
+    let mut failures = Vec::new();
+    let mut denied_by: BTreeMap<String, usize> = BTreeMap::new();
+    for (folder, paths) in units() {
+        let image = image_of(&folder);
+        let set = sets
+            .entry(image.clone())
+            .or_insert_with(|| policies(&image));
+        figures.policies = set.policies.len();
+        let engine = Engine::new(Options {
+            credentials_image: Some(image.clone()).filter(|i| !i.is_empty()),
+            ..Options::default()
+        })
+        .unwrap();
+        for obj in lint_objects(&engine, &paths) {
+            figures.objects += 1;
+            if obj.refused() {
+                figures.refused += 1;
+                continue;
+            }
+            let text = node_of(&obj.root);
+            let admitted_text = node_of(&as_admitted(&obj.root));
+            for (index, policy) in set.policies.iter().enumerate() {
+                figures.verdicts += 1;
+                let verdict = decide(set, index, &text);
+                if !matches!(verdict, Verdict::NotMatched) {
+                    figures.selected += 1;
+                }
+                let flagged = obj.rules.contains(&policy.name);
+                if verdict.denies() {
+                    figures.denied += 1;
+                    *denied_by.entry(policy.name.clone()).or_default() += 1;
+                }
+                if verdict.denies() != flagged {
+                    failures.push(format!(
+                        "{}: policy {} {} but credlint check {} it ({verdict:?})",
+                        place(&obj),
+                        policy.name,
+                        if verdict.denies() { "denies" } else { "admits" },
+                        if flagged {
+                            "reports"
+                        } else {
+                            "does not report"
+                        },
+                    ));
+                }
+                let in_cluster = decide(set, index, &admitted_text);
+                if in_cluster.denies() != verdict.denies() {
+                    failures.push(format!(
+                        "{}: policy {} decides otherwise once Argo CD and the API server have added their fields ({in_cluster:?})",
+                        place(&obj),
+                        policy.name
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "agreement: {} policies x {} objects = {} verdicts ({} selected, {} denied); {} objects the API server refuses left out",
+        figures.policies,
+        figures.objects - figures.refused,
+        figures.verdicts,
+        figures.selected,
+        figures.denied,
+        figures.refused
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Not vacuous: every object rule whose fixtures hold a bad entry has its policy deny.
+    for rule in catalog.rules.iter().filter(|r| r.object.is_some()) {
+        let has_bad = entries(&fixtures().join(&rule.id)).iter().any(|e| {
+            e.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("bad-"))
+        });
+        if has_bad {
+            assert!(
+                denied_by.get(&rule.id).copied().unwrap_or(0) > 0,
+                "the policy {} denies no fixture object",
+                rule.id
+            );
+        }
+    }
+    assert!(figures.denied > 0 && figures.selected > figures.denied);
+}
+
+#[test]
+fn clean_renderings_are_admitted_as_argo_cd_sends_them() {
+    let set = policies("");
+    let engine = Engine::new(Options::default()).unwrap();
+    let objects = lint_objects(&engine, &[fixtures().join("clean")]);
+    assert!(objects.len() >= 5 * 13, "{} objects", objects.len());
+    let mut selected = 0;
+    for obj in &objects {
+        assert!(obj.rules.is_empty(), "{}: {:?}", place(obj), obj.rules);
+        let text = node_of(&as_admitted(&obj.root));
+        assert!(text.contains("argocd.argoproj.io/hook-finalizer"));
+        for (index, policy) in set.policies.iter().enumerate() {
+            let verdict = decide(&set, index, &text);
+            assert!(
+                !verdict.denies(),
+                "{}: {} {verdict:?}",
+                place(obj),
+                policy.name
+            );
+            selected += usize::from(verdict == Verdict::Admitted);
+        }
+    }
+    assert!(selected > 0);
+}
+
+#[test]
+fn a_configured_credentials_image_is_enforced_by_the_policy() {
+    let image = format!(
+        "registry.example/platform/credentials:1.4.2@sha256:{}",
+        "a".repeat(64)
+    );
+    let set = policies(&image);
+    let index = set
+        .policies
+        .iter()
+        .position(|p| p.name == "job-image-pinned")
+        .unwrap();
+    let job = |img: &str| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: shop-credentials-0123abcd\nspec:\n  template:\n    spec:\n      containers:\n        - name: create\n          image: {img}\n"
+        )
+    };
+    assert_eq!(decide(&set, index, &job(&image)), Verdict::Admitted);
+    let other = format!("registry.example/other@sha256:{}", "b".repeat(64));
+    let Verdict::Denied(d) = decide(&set, index, &job(&other)) else {
+        panic!("another pinned image is admitted")
+    };
+    assert!(
+        d[0].message.contains("configured credentials image"),
+        "{d:?}"
+    );
+    let unset = policies("");
+    assert_eq!(decide(&unset, index, &job(&other)), Verdict::Admitted);
+}
