@@ -396,6 +396,27 @@ mod tests {
     }
 
     #[test]
+    fn every_cut_and_corruption_of_a_full_file_is_read_or_refused_never_a_panic() {
+        let full = "fail-on = \"warning\"\ncredentials-image = \"img@sha256:00\"\n\
+                    exclude = [\"charts\", 'vendor/old']\n[rules]\nselect = [\"job-ttl\"]\n\
+                    ignore = [\"policy:x\"]\n[rules.severity]\njob-ttl = \"warning\" # é\n";
+        let junk = [
+            "\"", "[", "]", "=", "\n", ",", "\\", "{", "'''", "\u{0}", "é",
+        ];
+        for cut in (0..=full.len()).filter(|&i| full.is_char_boundary(i)) {
+            let _ = parse("credlint.toml", &full[..cut]);
+            for piece in junk {
+                let mut text = full.to_string();
+                text.insert_str(cut, piece);
+                if let Err(errors) = parse("credlint.toml", &text) {
+                    assert!(!errors.is_empty());
+                    assert!(errors.iter().all(|e| e.line.is_none_or(|l| l >= 1)));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_nearest_file_upward_is_found() {
         let root = std::env::temp_dir().join(format!("credlint-config-{}", std::process::id()));
         let deep = root.join("a/b");

@@ -220,6 +220,20 @@ mod tests {
         assert!(err.contains("cannot be ignored"), "{err}");
         assert!(parsed("").is_err());
         assert!(parsed("policy:").is_err());
+        let texts = [
+            "policy:",
+            " policy:a, policy:b",
+            "a,",
+            ",",
+            "é:é",
+            "policy:é,policy:",
+            "\u{0}:",
+        ];
+        for text in texts {
+            for cut in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+                let _ = parsed(&text[..cut]);
+            }
+        }
         let err = parsed("policy:: why").unwrap_err();
         assert!(err.contains("unknown rule `policy:`"), "{err}");
     }
