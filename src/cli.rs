@@ -2,7 +2,6 @@
 //! severity; 1: such findings; 2: the run could not do its job.
 
 use crate::catalog::Catalog;
-use crate::config;
 use crate::engine::{Engine, Options, Outcome};
 use crate::input;
 use crate::model::Severity;
@@ -191,60 +190,22 @@ fn completions(shell: clap_complete::Shell) -> ExitCode {
 
 /// credlint.toml (the nearest one, `--config FILE`, or none with `--no-config`) merged with the
 /// flags; `Err` carries exit code 2 after the reasons were printed.
-fn settings(args: &ConfigArgs, flags: Flags) -> Result<Settings, ExitCode> {
-    let catalog = Catalog::get();
-    for id in flags.select.iter().chain(&flags.ignore).flatten() {
-        // `policy:<name>` ids come from the --policy files, not the catalog; `policy:*` is all.
-        if catalog.rule(id).is_none() && !id.starts_with(POLICY_PREFIX) {
-            let hint = crate::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
-                .map_or("see `credlint rules`".to_string(), |c| {
-                    format!("did you mean `{c}`?")
-                });
-            return Err(usage_error(format!("unknown rule `{id}` ({hint})")));
-        }
-    }
-    let path = match (&args.config, args.no_config) {
-        (_, true) => None,
-        (Some(path), false) => Some((path.clone(), path.display().to_string())),
-        (None, false) => std::env::current_dir()
-            .ok()
-            .and_then(|cwd| config::find(&cwd).map(|p| (shown_config(&cwd, &p), p)))
-            .map(|(shown, p)| (p, shown)),
-    };
-    let file = match path {
-        None => None,
-        Some((path, shown)) => match config::load(&path, &shown) {
-            Ok(file) => Some(file),
-            Err(errors) => {
-                for e in &errors {
-                    eprintln!("credlint: {e}");
-                }
-                return Err(ExitCode::from(2));
-            }
-        },
-    };
-    let mut flags = flags;
+fn settings(args: &ConfigArgs, mut flags: Flags) -> Result<Settings, ExitCode> {
     flags.no_inline_ignores |= args.no_inline_ignores;
-    Ok(Settings::merge(file, flags))
-}
-
-/// A found config file as messages name it: relative to the current folder when it is there.
-fn shown_config(cwd: &std::path::Path, path: &std::path::Path) -> String {
-    match path.parent() {
-        Some(dir) if dir == cwd => config::FILE_NAME.to_string(),
-        _ => path.display().to_string(),
-    }
-}
-
-/// The rules a run applies, in catalog order: `check` runs all but the simulated ones,
-/// `simulate` only those; `select`/`ignore` narrow both.
-fn active_rules(settings: &Settings, simulated: bool) -> Vec<&'static str> {
-    Catalog::get()
-        .rules
-        .iter()
-        .map(|r| r.id.as_str())
-        .filter(|id| crate::simulate::RULES.contains(id) == simulated && settings.keeps(id))
-        .collect()
+    let config = if args.no_config {
+        settings::ConfigFile::None
+    } else {
+        match &args.config {
+            Some(path) => settings::ConfigFile::Named(path.clone()),
+            None => settings::ConfigFile::Nearest,
+        }
+    };
+    Settings::resolve(config, flags).map_err(|problems| {
+        for p in &problems {
+            eprintln!("credlint: {p}");
+        }
+        ExitCode::from(2)
+    })
 }
 
 fn check(args: CheckArgs) -> ExitCode {
@@ -300,7 +261,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let context = report::Context {
         texts: &texts,
         fail_on: settings.fail_on,
-        rules: active_rules(&settings, false),
+        rules: settings.active_rules(false),
         show_suppressed: args.show_suppressed,
         color: false,
     };
@@ -313,26 +274,10 @@ fn lint_changed(
     exclude: &[String],
     options: Options,
 ) -> Result<(Outcome, Texts, Option<std::collections::HashSet<usize>>), ExitCode> {
-    if paths.iter().any(|p| p == "-") {
-        return Err(usage_error(
-            "--pre-commit takes the changed files, not standard input",
-        ));
-    }
-    let inputs = crate::precommit::inputs(std::path::Path::new("."), paths, exclude);
-    for e in &inputs.tree_errors {
-        eprintln!(
-            "credlint: note: {}: {} (not among the changed files; bundles with a member there may be judged incomplete)",
-            e.path, e.message
-        );
-    }
-    if inputs.files.is_empty() {
-        return Err(usage_error(
-            "nothing to lint: no *.yaml, *.yml or *.json file under the current folder",
-        ));
-    }
-    let engine = Engine::new(options).map_err(usage_error)?;
-    let outcome = engine.run(&inputs.files, inputs.errors);
-    Ok((outcome, Texts { stdin: None }, Some(inputs.changed)))
+    let (outcome, changed) =
+        crate::precommit::lint(std::path::Path::new("."), paths, exclude, options)
+            .map_err(usage_error)?;
+    Ok((outcome, Texts { stdin: None }, Some(changed)))
 }
 
 fn simulate(args: SimulateArgs) -> ExitCode {
@@ -385,7 +330,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
     let context = report::Context {
         texts: &texts,
         fail_on: settings.fail_on,
-        rules: active_rules(&settings, true),
+        rules: settings.active_rules(true),
         show_suppressed: args.show_suppressed,
         color: false,
     };

@@ -6,7 +6,7 @@
 //! split bundle therefore reports nothing, and breaking one reports the bundle's findings even
 //! when they point into a file the commit did not change.
 
-use crate::engine::Outcome;
+use crate::engine::{Engine, Options, Outcome};
 use crate::input::{self, InputError, InputFile};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -59,6 +59,35 @@ pub fn inputs(root: &Path, paths: &[String], exclude: &[String]) -> Inputs {
         errors,
         tree_errors,
     }
+}
+
+/// Lints the tree under `root` with the changed `paths` marked; the error is why the run could
+/// not start. Files of the tree that cannot be read are noted on standard error.
+pub fn lint(
+    root: &Path,
+    paths: &[String],
+    exclude: &[String],
+    options: Options,
+) -> Result<(Outcome, HashSet<usize>), String> {
+    if paths.iter().any(|p| p == "-") {
+        return Err("--pre-commit takes the changed files, not standard input".into());
+    }
+    let inputs = inputs(root, paths, exclude);
+    for e in &inputs.tree_errors {
+        eprintln!(
+            "credlint: note: {}: {} (not among the changed files; a bundle with a member there \
+             may be judged incomplete)",
+            e.path, e.message
+        );
+    }
+    if inputs.files.is_empty() {
+        return Err(format!(
+            "nothing to lint: no *.yaml, *.yml or *.json file under {}",
+            root.display()
+        ));
+    }
+    let engine = Engine::new(options)?;
+    Ok((engine.run(&inputs.files, inputs.errors), inputs.changed))
 }
 
 /// Keeps the findings the changed files touch (see the module comment).

@@ -3,7 +3,8 @@
 //! that apply it to an [`Outcome`] after the engine: suppressions, severity overrides, rule
 //! selection, the summary.
 
-use crate::config::Config;
+use crate::catalog::Catalog;
+use crate::config::{self, Config};
 use crate::engine::Outcome;
 use crate::model::Severity;
 use crate::suppress;
@@ -49,7 +50,69 @@ pub struct Flags {
     pub no_inline_ignores: bool,
 }
 
+/// Which credlint.toml a run reads.
+#[derive(Clone, Debug)]
+pub enum ConfigFile {
+    /// The nearest one: the current folder's, else its parent's, up to the filesystem root.
+    Nearest,
+    /// `--config FILE`.
+    Named(std::path::PathBuf),
+    /// `--no-config`.
+    None,
+}
+
 impl Settings {
+    /// Checks the flags' rule ids, reads the config file and merges the two; `Err` holds one
+    /// line per problem (the run exits 2).
+    pub fn resolve(file: ConfigFile, flags: Flags) -> Result<Settings, Vec<String>> {
+        let catalog = Catalog::get();
+        for id in flags.select.iter().chain(&flags.ignore).flatten() {
+            // `policy:<name>` ids come from the --policy files, not the catalog.
+            if catalog.rule(id).is_none() && !id.starts_with(crate::kyverno::report::PREFIX) {
+                let hint = crate::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
+                    .map_or("see `credlint rules`".to_string(), |c| {
+                        format!("did you mean `{c}`?")
+                    });
+                return Err(vec![format!("unknown rule `{id}` ({hint})")]);
+            }
+        }
+        let path = match file {
+            ConfigFile::None => None,
+            ConfigFile::Named(path) => {
+                let shown = path.display().to_string();
+                Some((path, shown))
+            }
+            ConfigFile::Nearest => std::env::current_dir().ok().and_then(|cwd| {
+                let path = config::find(&cwd)?;
+                // Named as the user would: relative when it is in the current folder.
+                let shown = match path.parent() {
+                    Some(dir) if dir == cwd => config::FILE_NAME.to_string(),
+                    _ => path.display().to_string(),
+                };
+                Some((path, shown))
+            }),
+        };
+        let file = match path {
+            None => None,
+            Some((path, shown)) => Some(
+                config::load(&path, &shown)
+                    .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?,
+            ),
+        };
+        Ok(Settings::merge(file, flags))
+    }
+
+    /// The rules a run applies, in catalog order: `check` runs all but the simulated ones,
+    /// `simulate` only those; `select`/`ignore` narrow both.
+    pub fn active_rules(&self, simulated: bool) -> Vec<&'static str> {
+        Catalog::get()
+            .rules
+            .iter()
+            .map(|r| r.id.as_str())
+            .filter(|id| crate::simulate::RULES.contains(id) == simulated && self.keeps(id))
+            .collect()
+    }
+
     pub fn merge(file: Option<Config>, flags: Flags) -> Settings {
         let file = file.unwrap_or_default();
         let defaults = Settings::default();
