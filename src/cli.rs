@@ -241,7 +241,8 @@ fn check(args: CheckArgs) -> ExitCode {
         credentials_image: settings.credentials_image.clone(),
         // The pre-commit scope and the JUnit suites need the bundles after the run.
         keep: crate::members::Keep {
-            programs: args.pre_commit || args.format == Format::Junit,
+            bundles: args.pre_commit || args.format == Format::Junit,
+            programs: false,
         },
         policies,
         threads: args.threads.filter(|&n| n > 0),
@@ -298,7 +299,10 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         Err(code) => return code,
     };
     let options = Options {
-        keep: crate::members::Keep { programs: true },
+        keep: crate::members::Keep {
+            bundles: true,
+            programs: true,
+        },
         threads: args.threads.filter(|&n| n > 0),
         ..Options::default()
     };

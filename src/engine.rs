@@ -297,7 +297,7 @@ impl Engine {
             files,
             findings,
             summary,
-            bundles: if self.options.keep.programs {
+            bundles: if self.options.keep.bundles || self.options.keep.programs {
                 bundles
             } else {
                 Vec::new()

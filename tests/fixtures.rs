@@ -76,7 +76,10 @@ fn simulate(path: &Path) -> Vec<(String, usize, usize, String)> {
     let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &[]);
     assert!(errors.is_empty(), "{errors:?}");
     let options = Options {
-        keep: credlint::members::Keep { programs: true },
+        keep: credlint::members::Keep {
+            bundles: true,
+            programs: true,
+        },
         ..Options::default()
     };
     let outcome = Engine::new(options).unwrap().run(&files, Vec::new());
