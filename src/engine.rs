@@ -231,26 +231,45 @@ impl Engine {
     pub fn run(&self, inputs: &[InputFile], mut input_errors: Vec<InputError>) -> Outcome {
         let mut files = Vec::new();
         let mut findings = Vec::new();
-        let mut assembler = bundle::Assembler::default();
+        // Without a command that needs the bundles afterwards, each one is checked as soon as
+        // it is complete and dropped.
+        let keep = self.options.keep.bundles || self.options.keep.programs;
+        let mut assembler = bundle::Assembler::new(!keep);
+        let mut bundle_emit = Emit::new(self.catalog);
         let mut ignores = Vec::new();
         let mut summary = Summary::default();
-        let lint_all = || -> Vec<Result<FileOut, String>> {
-            inputs
-                .par_iter()
-                .enumerate()
-                .map(|(id, file)| input::read(file).map(|bytes| self.lint_bytes(id, &bytes)))
-                .collect()
-        };
-        let results = match rayon::ThreadPoolBuilder::new()
+        let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(self.options.threads.unwrap_or(0))
             .build()
-        {
-            Ok(pool) => pool.install(lint_all),
-            // Without a pool of its own the run uses rayon's global one.
-            Err(_) => lint_all(),
+            .ok();
+        // Files are linted a window at a time and merged in input order before the next window,
+        // so a 4,000-file tree never holds more than a window's results at once.
+        let window = pool.as_ref().map_or(1, |p| p.current_num_threads()) * 16;
+        let mut results: Vec<Result<FileOut, String>> = Vec::new();
+        let mut next_input = 0;
+        let mut next = || -> Vec<Result<FileOut, String>> {
+            let end = (next_input + window).min(inputs.len());
+            let range = next_input..end;
+            next_input = end;
+            let lint = || {
+                range
+                    .into_par_iter()
+                    .map(|id| input::read(&inputs[id]).map(|bytes| self.lint_bytes(id, &bytes)))
+                    .collect()
+            };
+            match &pool {
+                Some(pool) => pool.install(lint),
+                // Without a pool of its own the run uses rayon's global one.
+                None => lint(),
+            }
         };
         // Merged in input order: the output is the same whatever the thread count.
-        for (file, result) in inputs.iter().zip(results) {
+        for (index, file) in inputs.iter().enumerate() {
+            if index % window == 0 {
+                results = next();
+                results.reverse();
+            }
+            let Some(result) = results.pop() else { break };
             files.push(file.display.clone());
             match result {
                 Ok(out) => {
@@ -258,7 +277,11 @@ impl Engine {
                     summary.objects += out.objects;
                     findings.extend(out.findings);
                     for m in out.members {
-                        assembler.add(m);
+                        match assembler.add(m) {
+                            bundle::Added::Open => {}
+                            bundle::Added::Complete(b) => bundle_rules::check(&b, &mut bundle_emit),
+                            bundle::Added::Duplicate(d) => late_duplicate(d, &mut bundle_emit),
+                        }
                     }
                     ignores.extend(out.ignores);
                 }
@@ -275,8 +298,12 @@ impl Engine {
             files.extend(set.files.iter().map(|f| f.display.clone()));
             findings.extend(crate::kyverno::report::unsupported_findings(set, first));
         }
-        let bundles = assembler.finish();
-        let mut emit = Emit::new(self.catalog);
+        let finished = assembler.finish();
+        let bundles = finished.bundles;
+        let mut emit = bundle_emit;
+        for d in finished.duplicates {
+            late_duplicate(d, &mut emit);
+        }
         for b in &bundles {
             bundle_rules::check(b, &mut emit);
         }
@@ -284,7 +311,7 @@ impl Engine {
         fix_bundle_ids(&mut findings, &bundles);
         findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         findings.dedup();
-        summary.bundles = bundles.len();
+        summary.bundles = finished.count;
         summary.errors = findings
             .iter()
             .filter(|f| f.severity == Severity::Error)
@@ -638,6 +665,19 @@ impl Engine {
             }
         }
     }
+}
+
+/// A member of a bundle that was complete, and checked, before it arrived.
+fn late_duplicate(d: bundle::LateDuplicate, emit: &mut Emit) {
+    let id = d.bundle;
+    emit.add(
+        "bundle-duplicate",
+        d.member.loc,
+        bundle_rules::duplicate_message(&id, d.member.kind),
+        Some(&d.member.object()),
+        Some(&id),
+    )
+    .label(d.first, "the first one");
 }
 
 /// Findings about a Job known only by its name's prefix were given the prefix as bundle; the
