@@ -130,6 +130,10 @@ pub struct CheckArgs {
     /// with a member in them.
     #[arg(long)]
     pub pre_commit: bool,
+    /// Print to standard error where the run spent its time: reading, the YAML parse alone,
+    /// the rules (each summed over threads), bundles, and the wall time.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -274,7 +278,20 @@ fn check(args: CheckArgs) -> ExitCode {
         show_suppressed: args.show_suppressed,
         color: false,
     };
-    finish(&outcome, args.format, context)
+    let code = finish(&outcome, args.format, context);
+    if args.timings {
+        let t = &outcome.timings;
+        eprintln!(
+            "credlint: timings (seconds): wall {:.3}; read {:.3}, YAML parse {:.3}, rules {:.3} \
+             (summed over threads); bundles {:.3}",
+            t.wall.as_secs_f64(),
+            t.read.as_secs_f64(),
+            t.parse.as_secs_f64(),
+            t.rules.as_secs_f64(),
+            t.bundles.as_secs_f64()
+        );
+    }
+    code
 }
 
 /// `check --pre-commit`: the tree under the current folder, with the changed files marked.

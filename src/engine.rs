@@ -60,6 +60,7 @@ pub struct Outcome {
     pub input_errors: Vec<InputError>,
     /// Every `credlint.io/ignore` annotation met, in file order.
     pub ignores: Vec<IgnoreAnnotation>,
+    pub timings: Timings,
 }
 
 struct ObjectRule {
@@ -106,6 +107,30 @@ struct FileOut {
     ignores: Vec<IgnoreAnnotation>,
     documents: usize,
     objects: usize,
+    timings: Timings,
+}
+
+/// Where a run spent its time (`check --timings`). Reading and parsing are summed over threads,
+/// as are the rules; `wall` is the run from start to end.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timings {
+    /// Reading files.
+    pub read: std::time::Duration,
+    /// Cutting files into documents and parsing them: the YAML parse alone.
+    pub parse: std::time::Duration,
+    /// Everything done with a parsed document: object, text and input rules, facts.
+    pub rules: std::time::Duration,
+    /// Assembling bundles and their rules.
+    pub bundles: std::time::Duration,
+    pub wall: std::time::Duration,
+}
+
+impl Timings {
+    fn add(&mut self, other: Timings) {
+        self.read += other.read;
+        self.parse += other.parse;
+        self.rules += other.rules;
+    }
 }
 
 /// A large file is linted in segments of about this many bytes of whole documents.
@@ -229,6 +254,9 @@ impl Engine {
     }
 
     pub fn run(&self, inputs: &[InputFile], mut input_errors: Vec<InputError>) -> Outcome {
+        let started = std::time::Instant::now();
+        let mut timings = Timings::default();
+        let mut bundling = std::time::Duration::ZERO;
         let mut files = Vec::new();
         let mut findings = Vec::new();
         // Without a command that needs the bundles afterwards, each one is checked as soon as
@@ -254,7 +282,14 @@ impl Engine {
             let lint = || {
                 range
                     .into_par_iter()
-                    .map(|id| input::read(&inputs[id]).map(|bytes| self.lint_bytes(id, &bytes)))
+                    .map(|id| {
+                        let started = std::time::Instant::now();
+                        let bytes = input::read(&inputs[id])?;
+                        let read = started.elapsed();
+                        let mut out = self.lint_bytes(id, &bytes);
+                        out.timings.read += read;
+                        Ok(out)
+                    })
                     .collect()
             };
             match &pool {
@@ -273,6 +308,8 @@ impl Engine {
             files.push(file.display.clone());
             match result {
                 Ok(out) => {
+                    timings.add(out.timings);
+                    let merging = std::time::Instant::now();
                     summary.documents += out.documents;
                     summary.objects += out.objects;
                     findings.extend(out.findings);
@@ -284,6 +321,7 @@ impl Engine {
                         }
                     }
                     ignores.extend(out.ignores);
+                    bundling += merging.elapsed();
                 }
                 Err(message) => input_errors.push(InputError {
                     path: file.display.clone(),
@@ -298,6 +336,7 @@ impl Engine {
             files.extend(set.files.iter().map(|f| f.display.clone()));
             findings.extend(crate::kyverno::report::unsupported_findings(set, first));
         }
+        let finishing = std::time::Instant::now();
         let finished = assembler.finish();
         let bundles = finished.bundles;
         let mut emit = bundle_emit;
@@ -309,6 +348,7 @@ impl Engine {
         }
         findings.extend(emit.findings);
         fix_bundle_ids(&mut findings, &bundles);
+        timings.bundles = bundling + finishing.elapsed();
         findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         findings.dedup();
         summary.bundles = finished.count;
@@ -331,6 +371,10 @@ impl Engine {
             },
             input_errors,
             ignores,
+            timings: Timings {
+                wall: started.elapsed(),
+                ..timings
+            },
         }
     }
 
@@ -357,8 +401,10 @@ impl Engine {
     }
 
     fn lint_text(&self, file: usize, text: &str, invalid: &[(usize, u8)]) -> FileOut {
+        let started = std::time::Instant::now();
         let source = Source::new(file, text);
         let ranges = yaml::document_ranges(text);
+        let cut = started.elapsed();
         // Consecutive documents in segments of about SEGMENT_BYTES, linted in parallel.
         let mut segments: Vec<std::ops::Range<usize>> = Vec::new();
         let mut start = 0;
@@ -374,7 +420,9 @@ impl Engine {
             .collect();
         let mut out = FileOut::default();
         let mut header_lines = Vec::new();
+        out.timings.parse += cut;
         for (part, lines) in parts {
+            out.timings.add(part.timings);
             out.findings.extend(part.findings);
             out.members.extend(part.members);
             out.ignores.extend(part.ignores);
@@ -382,6 +430,7 @@ impl Engine {
             out.objects += part.objects;
             header_lines.extend(lines);
         }
+        let scanning = std::time::Instant::now();
         let pragmas: Vec<Vec<Finding>> = segments
             .par_iter()
             .map(|seg| {
@@ -396,6 +445,7 @@ impl Engine {
             })
             .collect();
         out.findings.extend(pragmas.into_iter().flatten());
+        out.timings.rules += scanning.elapsed();
         out
     }
 
@@ -420,7 +470,11 @@ impl Engine {
                 emit.add("yaml-syntax", loc, message, None, None);
                 continue;
             }
-            for parsed in yaml::parse_range(text, range) {
+            let parsing = std::time::Instant::now();
+            let documents = yaml::parse_range(text, range);
+            out.timings.parse += parsing.elapsed();
+            let linting = std::time::Instant::now();
+            for parsed in documents {
                 match parsed {
                     Parsed::Error(e) => {
                         emit.add("yaml-syntax", source.loc(e.span), e.message, None, None);
@@ -464,6 +518,7 @@ impl Engine {
                     }
                 }
             }
+            out.timings.rules += linting.elapsed();
         }
         out.findings = emit.findings;
         (out, header_lines)
@@ -735,5 +790,6 @@ pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, S
         bundles,
         input_errors: Vec::new(),
         ignores: out.ignores,
+        timings: out.timings,
     })
 }

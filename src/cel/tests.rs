@@ -139,3 +139,42 @@ fn integers_stay_integers() {
     assert_eq!(verdict, Verdict::Pass);
     let _ = Seg::Index(0);
 }
+
+/// The Pratt parser credlint compiles with gives the same trees as the crate's ANTLR parser for
+/// every expression credlint ships: conditions, variables and validations, as written and with
+/// variables inlined (node ids aside).
+#[test]
+fn both_parsers_agree_on_every_shipped_expression() {
+    let catalog = crate::catalog::Catalog::get();
+    let mut texts: Vec<String> = catalog.conditions.iter().map(|(_, t)| t.clone()).collect();
+    for rule in &catalog.rules {
+        let Some(object) = &rule.object else { continue };
+        let mut local = Vec::new();
+        for (name, expr) in &object.variables {
+            texts.push(expr.clone());
+            local.push((
+                name.clone(),
+                format!("({})", super::inline::variables(expr, &local)),
+            ));
+        }
+        for v in &object.validations {
+            texts.push(v.expression.clone());
+            texts.push(super::inline::variables(&v.expression, &local));
+        }
+    }
+    let ids = ::regex::Regex::new(r"id: \d+").unwrap();
+    let mut env = cel::Env::stdlib();
+    env.add_extension(cel::extensions::strings).unwrap();
+    for text in &texts {
+        let antlr = env.compile(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let pratt = super::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let a = ids
+            .replace_all(&format!("{:?}", antlr.expression()), "id: _")
+            .into_owned();
+        let b = ids
+            .replace_all(&format!("{:?}", pratt.expression()), "id: _")
+            .into_owned();
+        assert_eq!(a, b, "{text}");
+    }
+    assert!(texts.len() > 60, "{}", texts.len());
+}

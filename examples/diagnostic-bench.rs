@@ -1,0 +1,64 @@
+//! How much a diagnostic near the end of a large file costs to render as text:
+//! `cargo run --release --example diagnostic-bench -- FILE`.
+//!
+//! FILE gets a faulty Role appended (in a copy), is linted once, and the text report is written
+//! with that one finding and with it repeated 1,000 times: the difference is what each further
+//! diagnostic costs once the file's text and line index are loaded (the point is that this does
+//! not rescan the file for every diagnostic).
+
+use credlint::engine::{Engine, Options};
+use credlint::input;
+use credlint::report::{Texts, text};
+use std::time::Instant;
+
+const FAULT: &str = "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: late-credentials\n  namespace: late\nrules:\n  - apiGroups: [\"\"]\n    resources: [secrets]\n    verbs: [list]\n";
+
+fn main() {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: diagnostic-bench FILE");
+        std::process::exit(2);
+    };
+    let mut text = std::fs::read_to_string(&path).expect("FILE is readable UTF-8");
+    text.push_str(FAULT);
+    let copy = std::env::temp_dir().join(format!(
+        "credlint-diagnostic-bench-{}.yaml",
+        std::process::id()
+    ));
+    std::fs::write(&copy, &text).expect("the temp folder is writable");
+    let (files, _) = input::collect(&[copy.to_string_lossy().into_owned()], &[]);
+    let mut outcome = Engine::new(Options::default())
+        .unwrap()
+        .run(&files, Vec::new());
+    outcome.findings.retain(|f| f.rule == "role-forbidden-verb");
+    assert_eq!(outcome.findings.len(), 1, "the appended fault is found");
+    let finding = outcome.findings[0].clone();
+    let texts = Texts { stdin: None };
+    let style = text::Style {
+        color: false,
+        show_suppressed: false,
+    };
+    let time = |outcome: &credlint::engine::Outcome| {
+        let started = Instant::now();
+        let mut sink = Vec::new();
+        text::write(outcome, &texts, &style, &mut sink).expect("writes to memory");
+        (started.elapsed(), sink.len())
+    };
+    let median = |outcome: &credlint::engine::Outcome| {
+        let mut runs: Vec<(std::time::Duration, usize)> = (0..5).map(|_| time(outcome)).collect();
+        runs.sort();
+        runs[2]
+    };
+    let (one, _) = median(&outcome);
+    outcome.findings = vec![finding; 1000];
+    let (many, bytes) = median(&outcome);
+    let each = (many.saturating_sub(one)).as_secs_f64() / 999.0;
+    println!(
+        "file {:.1} MB, finding at line {}: first diagnostic {:.1} ms (reads the file and indexes its lines once), each further one {:.1} us ({} bytes of report)",
+        text.len() as f64 / 1e6,
+        outcome.findings[0].loc.line,
+        one.as_secs_f64() * 1e3,
+        each * 1e6,
+        bytes
+    );
+    let _ = std::fs::remove_file(&copy);
+}
