@@ -26,4 +26,5 @@ pub mod schema;
 pub mod simulate;
 pub mod simulation;
 pub mod source;
+pub mod testkit;
 pub mod yaml;
