@@ -212,33 +212,116 @@ pub fn owner_prefix(owner: &str) -> &str {
 /// Groups members into bundles keyed by namespace and owner, in a stable order. A Job known
 /// only by its name's prefix joins the owner of its namespace whose first 42 characters match.
 pub fn assemble(members: Vec<Member>) -> Vec<Bundle> {
-    let mut assembler = Assembler::default();
+    let mut assembler = Assembler::new(false);
     for m in members {
         assembler.add(m);
     }
-    assembler.finish()
+    assembler.finish().bundles
 }
 
-/// Bundles built as files are read, so no list of every member is ever held beside them.
-#[derive(Default)]
+type Key = (Option<String>, String);
+
+enum Slot {
+    Open(Bundle),
+    /// A bundle handed back complete: where the first member of each kind stands, for a later
+    /// duplicate.
+    Done([Option<At>; 5]),
+}
+
+/// What adding a member did.
+pub enum Added {
+    /// The member waits for the rest of its bundle.
+    Open,
+    /// The member completed its bundle, handed over to be checked and dropped.
+    Complete(Bundle),
+    /// The member belongs to a bundle already handed over, which has one of its kind.
+    Duplicate(LateDuplicate),
+}
+
+pub struct LateDuplicate {
+    pub member: Member,
+    pub first: At,
+    pub bundle: String,
+}
+
+/// What is left when every file is read.
+pub struct Finished {
+    /// The bundles not handed over (incomplete ones; all of them when bundles are kept).
+    pub bundles: Vec<Bundle>,
+    pub duplicates: Vec<LateDuplicate>,
+    /// Every bundle seen, handed over or not.
+    pub count: usize,
+}
+
+/// Bundles built as files are read, so no list of every member is ever held beside them. In
+/// compact mode a bundle is handed back as soon as it has all five kinds, and only where its
+/// first members stand is kept: a 4,000-bundle render is then held as locations, not facts.
 pub struct Assembler {
-    bundles: BTreeMap<(Option<String>, String), Bundle>,
+    bundles: BTreeMap<Key, Slot>,
     /// Jobs known only by their name's prefix, placed once every owner is known.
     pending: Vec<Member>,
+    compact: bool,
 }
 
 impl Assembler {
-    pub fn add(&mut self, member: Member) {
-        match &member.owner {
-            Owner::Known(owner) => {
-                let key = (member.namespace.clone(), owner.clone());
-                insert(&mut self.bundles, key, member);
-            }
-            Owner::Prefix(_) => self.pending.push(member),
+    pub fn new(compact: bool) -> Self {
+        Assembler {
+            bundles: BTreeMap::new(),
+            pending: Vec::new(),
+            compact,
         }
     }
 
-    pub fn finish(mut self) -> Vec<Bundle> {
+    pub fn add(&mut self, member: Member) -> Added {
+        match &member.owner {
+            Owner::Known(owner) => {
+                let key = (member.namespace.clone(), owner.clone());
+                self.place(key, member)
+            }
+            Owner::Prefix(_) => {
+                self.pending.push(member);
+                Added::Open
+            }
+        }
+    }
+
+    fn place(&mut self, key: Key, member: Member) -> Added {
+        let slot = self.bundles.entry(key.clone()).or_insert_with(|| {
+            Slot::Open(Bundle {
+                namespace: key.0.clone(),
+                owner: key.1.clone(),
+                members: BTreeMap::new(),
+            })
+        });
+        match slot {
+            Slot::Done(firsts) => match firsts[kind_index(member.kind)] {
+                Some(first) => Added::Duplicate(LateDuplicate {
+                    member,
+                    first,
+                    bundle: bundle_id(key.0.as_deref(), &key.1),
+                }),
+                None => Added::Open,
+            },
+            Slot::Open(bundle) => {
+                insert(bundle, member);
+                let complete = MEMBER_KINDS.iter().all(|k| bundle.members.contains_key(k));
+                if !(self.compact && complete) {
+                    return Added::Open;
+                }
+                let mut firsts = [None; 5];
+                for (kind, list) in &bundle.members {
+                    firsts[kind_index(*kind)] = list.first().map(|m| m.loc);
+                }
+                match std::mem::replace(slot, Slot::Done(firsts)) {
+                    Slot::Open(bundle) => Added::Complete(bundle),
+                    Slot::Done(_) => Added::Open,
+                }
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> Finished {
+        let mut duplicates = Vec::new();
         for m in std::mem::take(&mut self.pending) {
             let Owner::Prefix(prefix) = &m.owner else {
                 continue;
@@ -249,29 +332,40 @@ impl Assembler {
                 .find(|(ns, owner)| *ns == m.namespace && owner_prefix(owner) == prefix)
                 .cloned();
             let key = found.unwrap_or_else(|| (m.namespace.clone(), prefix.clone()));
-            insert(&mut self.bundles, key, m);
+            let compact = std::mem::replace(&mut self.compact, false);
+            if let Added::Duplicate(d) = self.place(key, m) {
+                duplicates.push(d);
+            }
+            self.compact = compact;
         }
-        let mut out: Vec<Bundle> = self.bundles.into_values().collect();
-        for b in &mut out {
+        let count = self.bundles.len();
+        let mut bundles: Vec<Bundle> = self
+            .bundles
+            .into_values()
+            .filter_map(|slot| match slot {
+                Slot::Open(b) => Some(b),
+                Slot::Done(_) => None,
+            })
+            .collect();
+        for b in &mut bundles {
             for list in b.members.values_mut() {
                 list.sort_by_key(|x| x.loc);
                 list.shrink_to_fit();
             }
         }
-        out
+        Finished {
+            bundles,
+            duplicates,
+            count,
+        }
     }
 }
 
-fn insert(
-    bundles: &mut BTreeMap<(Option<String>, String), Bundle>,
-    key: (Option<String>, String),
-    member: Member,
-) {
-    let bundle = bundles.entry(key.clone()).or_insert_with(|| Bundle {
-        namespace: key.0,
-        owner: key.1,
-        members: BTreeMap::new(),
-    });
+fn kind_index(kind: MemberKind) -> usize {
+    MEMBER_KINDS.iter().position(|k| *k == kind).unwrap_or(0)
+}
+
+fn insert(bundle: &mut Bundle, member: Member) {
     // Nearly every kind has one member: a list sized for four would double the facts kept.
     bundle
         .members

@@ -6,8 +6,11 @@ use crate::engine::{Engine, Options, Outcome};
 use crate::input;
 use crate::model::Severity;
 use crate::report::{self, Texts};
-use clap::{Parser, Subcommand, ValueEnum};
+use crate::settings::{self, Flags, Settings};
+use crate::suppress;
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -40,6 +43,26 @@ pub enum Command {
     /// Run each bundle's create.py with the local python3 against a fake Kubernetes API server,
     /// in every scenario of ADR-072, and report what it does wrong.
     Simulate(SimulateArgs),
+    /// Print a shell completion script (e.g. `credlint completions bash > /etc/bash_completion.d/credlint`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Where the settings come from.
+#[derive(clap::Args, Debug, Default)]
+pub struct ConfigArgs {
+    /// Read settings from FILE instead of the nearest credlint.toml (current folder, then its
+    /// parents).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Read no credlint.toml.
+    #[arg(long, conflicts_with = "config")]
+    pub no_config: bool,
+    /// Do not honour `credlint.io/ignore` annotations: every finding counts (a strict CI).
+    #[arg(long)]
+    pub no_inline_ignores: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -48,32 +71,42 @@ pub struct SimulateArgs {
     pub paths: Vec<String>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// The Python interpreter that runs the programs.
     #[arg(long, default_value = "python3")]
     pub python: std::path::PathBuf,
     /// Seconds after which one run of a program is stopped.
     #[arg(long, default_value_t = 20)]
     pub timeout: u64,
-    /// The lowest severity that makes the run fail (exit 1).
-    #[arg(long, value_enum, default_value_t = FailOn::Error)]
-    pub fail_on: FailOn,
+    /// Threads that read the bundles (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// The lowest severity that makes the run fail (exit 1) [default: error].
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+    /// List suppressed findings in the text report, not only their number.
+    #[arg(long)]
+    pub show_suppressed: bool,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
-    /// Files and folders to lint; `-` reads standard input.
+    /// Files and folders to lint; `-` reads standard input. With --pre-commit: the changed files.
     pub paths: Vec<String>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// Only these rules (comma-separated ids).
-    #[arg(long, value_delimiter = ',')]
-    pub select: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_name = "ID,...")]
+    pub select: Option<Vec<String>>,
     /// Not these rules (comma-separated ids).
-    #[arg(long, value_delimiter = ',')]
-    pub ignore: Vec<String>,
-    /// The lowest severity that makes the run fail (exit 1).
-    #[arg(long, value_enum, default_value_t = FailOn::Error)]
-    pub fail_on: FailOn,
+    #[arg(long, value_delimiter = ',', value_name = "ID,...")]
+    pub ignore: Option<Vec<String>>,
+    /// The lowest severity that makes the run fail (exit 1) [default: error].
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
     /// The CREDENTIALS_IMAGE of the versions table: the Job must run exactly this image.
     #[arg(long, value_name = "REF")]
     pub credentials_image: Option<String>,
@@ -81,12 +114,36 @@ pub struct CheckArgs {
     /// `policy:<name>` finding.
     #[arg(long = "policy", value_name = "PATH")]
     pub policies: Vec<String>,
+    /// Threads that lint in parallel (default: one per core); the output is the same for any
+    /// number.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Folders not to walk (comma-separated; a name anywhere in the path, or a path from the
+    /// folder walked).
+    #[arg(long, value_delimiter = ',', value_name = "FOLDER,...")]
+    pub exclude: Option<Vec<String>>,
+    /// List suppressed findings in the text report, not only their number.
+    #[arg(long)]
+    pub show_suppressed: bool,
+    /// For the pre-commit hook: lint the whole tree under the current folder, but report only
+    /// what the given (changed) files touch: findings in them, and findings on every bundle
+    /// with a member in them.
+    #[arg(long)]
+    pub pre_commit: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
+    /// Diagnostics with the source line, for people.
     Text,
+    /// One JSON object (the contract of cli.md).
     Json,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
+    /// GitHub Actions workflow commands: annotations on the pull request.
+    Github,
+    /// JUnit XML: a test suite per bundle, a test case per rule.
+    Junit,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -124,45 +181,132 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Explain { id } => explain(&id),
         Command::Policies(args) => crate::policies_cmd::run(args),
         Command::Simulate(args) => simulate(args),
+        Command::Completions { shell } => completions(shell),
     }
 }
 
-fn check(args: CheckArgs) -> ExitCode {
-    let catalog = Catalog::get();
-    for id in args.select.iter().chain(&args.ignore) {
-        // `policy:<name>` ids come from the --policy files, not the catalog; `policy:*` is all.
-        if catalog.rule(id).is_none() && !id.starts_with(POLICY_PREFIX) {
-            return usage_error(format!("unknown rule `{id}` (see `credlint rules`)"));
-        }
+fn completions(shell: clap_complete::Shell) -> ExitCode {
+    let mut command = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command, "credlint", &mut out);
+    match std::io::stdout().lock().write_all(&out) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => usage_error(e),
+        _ => ExitCode::SUCCESS,
     }
+}
+
+/// credlint.toml (the nearest one, `--config FILE`, or none with `--no-config`) merged with the
+/// flags; `Err` carries exit code 2 after the reasons were printed.
+fn settings(args: &ConfigArgs, mut flags: Flags) -> Result<Settings, ExitCode> {
+    flags.no_inline_ignores |= args.no_inline_ignores;
+    let config = if args.no_config {
+        settings::ConfigFile::None
+    } else {
+        match &args.config {
+            Some(path) => settings::ConfigFile::Named(path.clone()),
+            None => settings::ConfigFile::Nearest,
+        }
+    };
+    Settings::resolve(config, flags).map_err(|problems| {
+        for p in &problems {
+            eprintln!("credlint: {p}");
+        }
+        ExitCode::from(2)
+    })
+}
+
+fn check(args: CheckArgs) -> ExitCode {
     if args.policies.iter().any(|p| p == "-") && args.paths.iter().any(|p| p == "-") {
         return usage_error(
             "standard input (`-`) can be read only once: as manifests or as --policy",
         );
     }
+    let flags = Flags {
+        select: args.select.clone(),
+        ignore: args.ignore.clone(),
+        fail_on: args.fail_on.map(FailOn::severity),
+        credentials_image: args.credentials_image.clone(),
+        exclude: args.exclude.clone(),
+        no_inline_ignores: false,
+    };
+    let settings = match settings(&args.config, flags) {
+        Ok(settings) => settings,
+        Err(code) => return code,
+    };
     let policies = match load_policies(&args.policies) {
         Ok(policies) => policies,
         Err(code) => return code,
     };
     let options = Options {
-        credentials_image: args.credentials_image.clone(),
+        credentials_image: settings.credentials_image.clone(),
+        // The pre-commit scope and the JUnit suites need the bundles after the run.
+        keep: crate::members::Keep {
+            bundles: args.pre_commit || args.format == Format::Junit,
+            programs: false,
+        },
         policies,
-        ..Options::default()
+        threads: args.threads.filter(|&n| n > 0),
     };
-    let (mut outcome, texts) = match lint(&args.paths, options) {
+    let linted = if args.pre_commit {
+        lint_changed(&args.paths, &settings.exclude, options)
+    } else {
+        lint(&args.paths, &settings.exclude, options).map(|(o, t)| (o, t, None))
+    };
+    let (mut outcome, texts, changed) = match linted {
         Ok(run) => run,
         Err(code) => return code,
     };
-    filter(&mut outcome, &args.select, &args.ignore);
-    finish(&outcome, &texts, args.format, args.fail_on)
+    settings.apply(
+        &mut outcome,
+        suppress::Options {
+            judge: true,
+            not_run: &crate::simulate::RULES,
+        },
+    );
+    if let Some(changed) = &changed {
+        crate::precommit::narrow(&mut outcome, changed);
+    }
+    settings::recount(&mut outcome);
+    let context = report::Context {
+        texts: &texts,
+        fail_on: settings.fail_on,
+        rules: settings.active_rules(false),
+        show_suppressed: args.show_suppressed,
+        color: false,
+    };
+    finish(&outcome, args.format, context)
+}
+
+/// `check --pre-commit`: the tree under the current folder, with the changed files marked.
+fn lint_changed(
+    paths: &[String],
+    exclude: &[String],
+    options: Options,
+) -> Result<(Outcome, Texts, Option<std::collections::HashSet<usize>>), ExitCode> {
+    let (outcome, changed) =
+        crate::precommit::lint(std::path::Path::new("."), paths, exclude, options)
+            .map_err(usage_error)?;
+    Ok((outcome, Texts { stdin: None }, Some(changed)))
 }
 
 fn simulate(args: SimulateArgs) -> ExitCode {
+    let flags = Flags {
+        fail_on: args.fail_on.map(FailOn::severity),
+        ..Flags::default()
+    };
+    let settings = match settings(&args.config, flags) {
+        Ok(settings) => settings,
+        Err(code) => return code,
+    };
     let options = Options {
-        keep: crate::members::Keep { programs: true },
+        keep: crate::members::Keep {
+            bundles: true,
+            programs: true,
+        },
+        threads: args.threads.filter(|&n| n > 0),
         ..Options::default()
     };
-    let (mut outcome, texts) = match lint(&args.paths, options) {
+    let (mut outcome, texts) = match lint(&args.paths, &settings.exclude, options) {
         Ok(run) => run,
         Err(code) => return code,
     };
@@ -187,13 +331,32 @@ fn simulate(args: SimulateArgs) -> ExitCode {
     outcome
         .findings
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    recount(&mut outcome);
-    finish(&outcome, &texts, args.format, args.fail_on)
+    // `check` judges the annotations; here they only accept the simulated findings they name.
+    settings.apply(
+        &mut outcome,
+        suppress::Options {
+            judge: false,
+            not_run: &[],
+        },
+    );
+    settings::recount(&mut outcome);
+    let context = report::Context {
+        texts: &texts,
+        fail_on: settings.fail_on,
+        rules: settings.active_rules(true),
+        show_suppressed: args.show_suppressed,
+        color: false,
+    };
+    finish(&outcome, args.format, context)
 }
 
 /// Collects the inputs and runs the engine; `Err` carries the exit code of a run that could not
 /// start.
-fn lint(paths: &[String], options: Options) -> Result<(Outcome, Texts), ExitCode> {
+fn lint(
+    paths: &[String],
+    exclude: &[String],
+    options: Options,
+) -> Result<(Outcome, Texts), ExitCode> {
     let paths = if paths.is_empty() {
         vec![".".to_string()]
     } else {
@@ -202,7 +365,7 @@ fn lint(paths: &[String], options: Options) -> Result<(Outcome, Texts), ExitCode
     if paths.iter().filter(|p| *p == "-").count() > 1 {
         return Err(usage_error("standard input (`-`) can be read only once"));
     }
-    let (files, errors) = input::collect(&paths, &[]);
+    let (files, errors) = input::collect(&paths, exclude);
     if files.is_empty() {
         for e in &errors {
             eprintln!("credlint: {}: {}", e.path, e.message);
@@ -219,15 +382,23 @@ fn lint(paths: &[String], options: Options) -> Result<(Outcome, Texts), ExitCode
     Ok((outcome, Texts { stdin }))
 }
 
-/// Writes the report and turns the findings into the exit code.
-fn finish(outcome: &Outcome, texts: &Texts, format: Format, fail_on: FailOn) -> ExitCode {
+/// Writes the report and turns the findings into the exit code: suppressed findings and those
+/// below the fail-on severity do not fail the run.
+fn finish(outcome: &Outcome, format: Format, mut context: report::Context) -> ExitCode {
     let stdout = std::io::stdout();
+    context.color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut out = stdout.lock();
     let written = match format {
         Format::Json => report::json::write(outcome, &mut out),
+        Format::Sarif => report::sarif::write(outcome, &mut out),
+        Format::Github => report::github::write(outcome, &mut out),
+        Format::Junit => report::junit::write(outcome, &context, &mut out),
         Format::Text => {
-            let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            report::text::write(outcome, texts, &report::text::Style { color }, &mut out)
+            let style = report::text::Style {
+                color: context.color,
+                show_suppressed: context.show_suppressed,
+            };
+            report::text::write(outcome, context.texts, &style, &mut out)
         }
     };
     if let Err(e) = written.and_then(|_| out.flush())
@@ -241,8 +412,7 @@ fn finish(outcome: &Outcome, texts: &Texts, format: Format, fail_on: FailOn) -> 
         }
         return ExitCode::from(2);
     }
-    let fail_on = fail_on.severity();
-    if outcome.findings.iter().any(|f| f.severity >= fail_on) {
+    if outcome.findings.iter().any(|f| f.fails_at(context.fail_on)) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -296,32 +466,6 @@ fn load_policies(
         ))),
         Ok(set) => Ok(Some(std::sync::Arc::new(set))),
     }
-}
-
-/// Whether a rule id is named by a --select/--ignore list (`policy:*` names every policy).
-fn named(list: &[String], rule: &str) -> bool {
-    list.iter()
-        .any(|id| id == rule || (id == "policy:*" && rule.starts_with(POLICY_PREFIX)))
-}
-
-fn filter(outcome: &mut Outcome, select: &[String], ignore: &[String]) {
-    outcome
-        .findings
-        .retain(|f| (select.is_empty() || named(select, &f.rule)) && !named(ignore, &f.rule));
-    recount(outcome);
-}
-
-fn recount(outcome: &mut Outcome) {
-    outcome.summary.errors = outcome
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .count();
-    outcome.summary.warnings = outcome
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Warning)
-        .count();
 }
 
 fn rules(format: CatalogFormat) -> ExitCode {

@@ -4,7 +4,7 @@
 
 use crate::bundle::{self, Bundle, Member, MemberKind, Owner};
 use crate::catalog::{Catalog, Resource, Validation};
-use crate::cel::{Bound, Cel, Program, RuleSet, Verdict};
+use crate::cel::{Cel, Compiled, RuleSet, Verdict, reads};
 use crate::checks::{Emit, bundle_rules, plan, text, wiring};
 use crate::input::{self, InputError, InputFile};
 use crate::locate::span_for;
@@ -12,8 +12,10 @@ use crate::members::{self, Keep};
 use crate::model::{Finding, ObjectRef, Severity, bundle_id};
 use crate::object::{self, Object};
 use crate::source::Source;
-use crate::yaml::{self, Parsed, Span};
+use crate::yaml::{self, Node, Parsed, Span};
+use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -22,6 +24,8 @@ pub struct Options {
     pub keep: Keep,
     /// Kyverno ValidatingPolicies applied to every object (`check --policy`).
     pub policies: Option<std::sync::Arc<crate::kyverno::PolicySet>>,
+    /// Threads that lint files and segments in parallel (`None`: one per core).
+    pub threads: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -62,9 +66,8 @@ struct ObjectRule {
     id: &'static str,
     resources: &'static [&'static Resource],
     condition: Option<&'static str>,
-    /// The variables (of the engine's rule set) to bind before the validations.
-    needs: Vec<usize>,
-    validations: Vec<(Program, &'static Validation)>,
+    /// Each validation with its slot in the verdict cache.
+    validations: Vec<(Compiled, &'static Validation, usize)>,
 }
 
 pub struct Engine {
@@ -72,9 +75,28 @@ pub struct Engine {
     cel: Cel,
     rules: Vec<ObjectRule>,
     rule_set: RuleSet,
-    conditions: HashMap<&'static str, Program>,
+    /// Match conditions with their slot in the verdict cache.
+    conditions: HashMap<&'static str, (Compiled, usize)>,
+    /// Verdicts by the projection of the object each program can observe, one per program.
+    verdicts: Vec<VerdictCache>,
+    /// Seeds of the two hashes that make a projection's 128-bit digest.
+    digest: (std::hash::RandomState, std::hash::RandomState),
     options: Options,
 }
+
+/// Verdicts of one program by the digest of what it observes. A clean render repeats a handful
+/// of shapes; a program whose projections carry names never repeats and stops keeping them.
+#[derive(Default)]
+struct VerdictCache {
+    known: Mutex<HashMap<u128, Verdict>>,
+    lookups: std::sync::atomic::AtomicUsize,
+    hits: std::sync::atomic::AtomicUsize,
+}
+
+/// Projections remembered per program, and how a program earns its cache: after this many
+/// lookups it must have hit at least one in eight.
+const VERDICTS_PER_PROGRAM: usize = 4096;
+const CACHE_TRIAL: usize = 256;
 
 /// What linting one file leaves behind.
 #[derive(Default)]
@@ -86,6 +108,9 @@ struct FileOut {
     objects: usize,
 }
 
+/// A large file is linted in segments of about this many bytes of whole documents.
+const SEGMENT_BYTES: usize = 256 * 1024;
+
 /// The condition that says whether an object belongs to a bundle.
 const MEMBER_CONDITION: &str = "credentials-member";
 
@@ -93,15 +118,17 @@ impl Engine {
     pub fn new(options: Options) -> Result<Engine, String> {
         let catalog = Catalog::get();
         let cel = Cel::new();
+        let mut rule_set = RuleSet::default();
+        let mut slots = 0;
         let mut conditions = HashMap::new();
         for (name, text) in &catalog.conditions {
             let program = cel
                 .compile(text)
                 .map_err(|e| format!("condition {name}: {e}"))?;
-            conditions.insert(name.as_str(), program);
+            conditions.insert(name.as_str(), (rule_set.prepare(program, text), slots));
+            slots += 1;
         }
         let mut rules = Vec::new();
-        let mut rule_set = RuleSet::default();
         for rule in &catalog.rules {
             let Some(object) = &rule.object else { continue };
             // The configured image is a constant the `job-image-pinned` rule reads as a variable.
@@ -123,40 +150,138 @@ impl Engine {
                 id: &rule.id,
                 resources: &object.resources,
                 condition: object.condition.as_deref(),
-                needs: compiled.needs,
                 validations: compiled
                     .validations
                     .into_iter()
                     .zip(&object.validations)
+                    .map(|(c, v)| {
+                        slots += 1;
+                        (c, v, slots - 1)
+                    })
                     .collect(),
             });
         }
+        let verdicts = (0..slots).map(|_| VerdictCache::default()).collect();
         Ok(Engine {
             catalog,
             cel,
             rules,
             rule_set,
             conditions,
+            verdicts,
+            digest: Default::default(),
             options,
         })
+    }
+
+    /// The verdict of `compiled` on `root`: from the cache when an object with the same
+    /// projection was judged before, else evaluated in `bound`, the object's own context (made
+    /// on first need and shared by its rules).
+    fn decide(
+        &self,
+        compiled: &Compiled,
+        slot: usize,
+        root: &Node,
+        bound: &mut Option<crate::cel::Bound>,
+    ) -> Verdict {
+        use std::hash::BuildHasher;
+        use std::sync::atomic::Ordering::Relaxed;
+        let cache = &self.verdicts[slot];
+        let lookups = cache.lookups.fetch_add(1, Relaxed);
+        let worth_it = lookups < CACHE_TRIAL || cache.hits.load(Relaxed) * 8 >= lookups;
+        let digest = worth_it.then(|| {
+            let mut key = Vec::new();
+            reads::key(root, &compiled.pattern, &mut key);
+            let a = self.digest.0.hash_one(&key) as u128;
+            let b = self.digest.1.hash_one(&key) as u128;
+            (a << 64) | b
+        });
+        if let Some(d) = digest
+            && let Some(v) = cache
+                .known
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&d)
+        {
+            cache.hits.fetch_add(1, Relaxed);
+            return v.clone();
+        }
+        let verdict = match bound {
+            Some(bound) => {
+                self.rule_set.bind(bound, &compiled.needs);
+                bound.check(&compiled.program)
+            }
+            // No context for the whole object yet: judge the part the program observes, which
+            // for a match condition is a name or two, not the whole object.
+            None => {
+                let mut pruned = self.cel.bind(&reads::prune(root, &compiled.pattern));
+                self.rule_set.bind(&mut pruned, &compiled.needs);
+                pruned.check(&compiled.program)
+            }
+        };
+        if let Some(d) = digest {
+            let mut known = cache.known.lock().unwrap_or_else(|p| p.into_inner());
+            if known.len() < VERDICTS_PER_PROGRAM {
+                known.insert(d, verdict.clone());
+            }
+        }
+        verdict
     }
 
     pub fn run(&self, inputs: &[InputFile], mut input_errors: Vec<InputError>) -> Outcome {
         let mut files = Vec::new();
         let mut findings = Vec::new();
-        let mut assembler = bundle::Assembler::default();
+        // Without a command that needs the bundles afterwards, each one is checked as soon as
+        // it is complete and dropped.
+        let keep = self.options.keep.bundles || self.options.keep.programs;
+        let mut assembler = bundle::Assembler::new(!keep);
+        let mut bundle_emit = Emit::new(self.catalog);
         let mut ignores = Vec::new();
         let mut summary = Summary::default();
-        for (id, file) in inputs.iter().enumerate() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.options.threads.unwrap_or(0))
+            .build()
+            .ok();
+        // Files are linted a window at a time and merged in input order before the next window,
+        // so a 4,000-file tree never holds more than a window's results at once.
+        let window = pool.as_ref().map_or(1, |p| p.current_num_threads()) * 16;
+        let mut results: Vec<Result<FileOut, String>> = Vec::new();
+        let mut next_input = 0;
+        let mut next = || -> Vec<Result<FileOut, String>> {
+            let end = (next_input + window).min(inputs.len());
+            let range = next_input..end;
+            next_input = end;
+            let lint = || {
+                range
+                    .into_par_iter()
+                    .map(|id| input::read(&inputs[id]).map(|bytes| self.lint_bytes(id, &bytes)))
+                    .collect()
+            };
+            match &pool {
+                Some(pool) => pool.install(lint),
+                // Without a pool of its own the run uses rayon's global one.
+                None => lint(),
+            }
+        };
+        // Merged in input order: the output is the same whatever the thread count.
+        for (index, file) in inputs.iter().enumerate() {
+            if index % window == 0 {
+                results = next();
+                results.reverse();
+            }
+            let Some(result) = results.pop() else { break };
             files.push(file.display.clone());
-            match input::read(file) {
-                Ok(bytes) => {
-                    let out = self.lint_bytes(id, &bytes);
+            match result {
+                Ok(out) => {
                     summary.documents += out.documents;
                     summary.objects += out.objects;
                     findings.extend(out.findings);
                     for m in out.members {
-                        assembler.add(m);
+                        match assembler.add(m) {
+                            bundle::Added::Open => {}
+                            bundle::Added::Complete(b) => bundle_rules::check(&b, &mut bundle_emit),
+                            bundle::Added::Duplicate(d) => late_duplicate(d, &mut bundle_emit),
+                        }
                     }
                     ignores.extend(out.ignores);
                 }
@@ -173,8 +298,12 @@ impl Engine {
             files.extend(set.files.iter().map(|f| f.display.clone()));
             findings.extend(crate::kyverno::report::unsupported_findings(set, first));
         }
-        let bundles = assembler.finish();
-        let mut emit = Emit::new(self.catalog);
+        let finished = assembler.finish();
+        let bundles = finished.bundles;
+        let mut emit = bundle_emit;
+        for d in finished.duplicates {
+            late_duplicate(d, &mut emit);
+        }
         for b in &bundles {
             bundle_rules::check(b, &mut emit);
         }
@@ -182,7 +311,7 @@ impl Engine {
         fix_bundle_ids(&mut findings, &bundles);
         findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         findings.dedup();
-        summary.bundles = bundles.len();
+        summary.bundles = finished.count;
         summary.errors = findings
             .iter()
             .filter(|f| f.severity == Severity::Error)
@@ -195,7 +324,7 @@ impl Engine {
             files,
             findings,
             summary,
-            bundles: if self.options.keep.programs {
+            bundles: if self.options.keep.bundles || self.options.keep.programs {
                 bundles
             } else {
                 Vec::new()
@@ -229,10 +358,60 @@ impl Engine {
 
     fn lint_text(&self, file: usize, text: &str, invalid: &[(usize, u8)]) -> FileOut {
         let source = Source::new(file, text);
+        let ranges = yaml::document_ranges(text);
+        // Consecutive documents in segments of about SEGMENT_BYTES, linted in parallel.
+        let mut segments: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut start = 0;
+        for (i, r) in ranges.iter().enumerate() {
+            if r.end - ranges[start].start >= SEGMENT_BYTES || i + 1 == ranges.len() {
+                segments.push(start..i + 1);
+                start = i + 1;
+            }
+        }
+        let parts: Vec<(FileOut, Vec<usize>)> = segments
+            .par_iter()
+            .map(|seg| self.lint_documents(&source, &ranges[seg.clone()], invalid))
+            .collect();
+        let mut out = FileOut::default();
+        let mut header_lines = Vec::new();
+        for (part, lines) in parts {
+            out.findings.extend(part.findings);
+            out.members.extend(part.members);
+            out.ignores.extend(part.ignores);
+            out.documents += part.documents;
+            out.objects += part.objects;
+            header_lines.extend(lines);
+        }
+        let pragmas: Vec<Vec<Finding>> = segments
+            .par_iter()
+            .map(|seg| {
+                let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;
+                let mut problems = Vec::new();
+                text::misplaced_pragmas(&source, bytes, &header_lines, &mut problems);
+                let mut emit = Emit::new(self.catalog);
+                for (rule, span, message) in problems {
+                    emit.add(rule, source.loc(span), message, None, None);
+                }
+                emit.findings
+            })
+            .collect();
+        out.findings.extend(pragmas.into_iter().flatten());
+        out
+    }
+
+    /// Lints a run of documents of one file; returns what it found and the lines where the
+    /// create.py pragma belongs.
+    fn lint_documents(
+        &self,
+        source: &Source,
+        ranges: &[std::ops::Range<usize>],
+        invalid: &[(usize, u8)],
+    ) -> (FileOut, Vec<usize>) {
+        let text = source.text;
         let mut out = FileOut::default();
         let mut emit = Emit::new(self.catalog);
         let mut header_lines = Vec::new();
-        for range in yaml::document_ranges(text) {
+        for range in ranges.iter().cloned() {
             if let Some(&(at, byte)) = invalid.iter().find(|(at, _)| range.contains(at)) {
                 let loc = source.loc(Span::new(at, at + 1));
                 let message = format!(
@@ -276,7 +455,7 @@ impl Engine {
                             }
                             self.lint_object(
                                 obj,
-                                &source,
+                                source,
                                 &mut emit,
                                 &mut out.members,
                                 &mut header_lines,
@@ -286,13 +465,8 @@ impl Engine {
                 }
             }
         }
-        let mut problems = Vec::new();
-        text::misplaced_pragmas(&source, &header_lines, &mut problems);
-        for (rule, span, message) in problems {
-            emit.add(rule, source.loc(span), message, None, None);
-        }
         out.findings = emit.findings;
-        out
+        (out, header_lines)
     }
 
     fn lint_object(
@@ -307,16 +481,16 @@ impl Engine {
             self.policies(obj, source, emit, None, true);
             return;
         };
-        let mut bound = self.cel.bind(obj.root);
+        let mut bound = None;
         let mut conditions: HashMap<&str, bool> = HashMap::new();
-        let mut holds = |name: &'static str, bound: &Bound| {
+        let mut holds = |name: &'static str, bound: &mut Option<crate::cel::Bound>| {
             *conditions.entry(name).or_insert_with(|| {
-                self.conditions
-                    .get(name)
-                    .is_some_and(|p| bound.check(p) == Verdict::Pass)
+                self.conditions.get(name).is_some_and(|(compiled, slot)| {
+                    self.decide(compiled, *slot, obj.root, bound) == Verdict::Pass
+                })
             })
         };
-        let member_kind = MemberKind::of(obj.kind).filter(|_| holds(MEMBER_CONDITION, &bound));
+        let member_kind = MemberKind::of(obj.kind).filter(|_| holds(MEMBER_CONDITION, &mut bound));
         let reference = obj.reference();
         let owner = member_kind.map(|kind| match kind {
             MemberKind::Job => match members::job_owner(obj.root, obj.name.unwrap_or("")) {
@@ -348,13 +522,12 @@ impl Engine {
         self.policies(obj, source, emit, bundle, admitted);
         for rule in &self.rules {
             if !rule.resources.contains(&resource)
-                || rule.condition.is_some_and(|c| !holds(c, &bound))
+                || rule.condition.is_some_and(|c| !holds(c, &mut bound))
             {
                 continue;
             }
-            self.rule_set.bind(&mut bound, &rule.needs);
             self.object_rule(
-                rule, obj, &bound, source, emit, &reference, bundle, admitted,
+                rule, obj, &mut bound, source, emit, &reference, bundle, admitted,
             );
         }
 
@@ -432,18 +605,22 @@ impl Engine {
         &self,
         rule: &ObjectRule,
         obj: &Object,
-        bound: &Bound,
+        bound: &mut Option<crate::cel::Bound>,
         source: &Source,
         emit: &mut Emit,
         reference: &ObjectRef,
         bundle: Option<&str>,
         admitted: bool,
     ) {
-        for (program, validation) in &rule.validations {
-            let verdict = bound.check(program);
+        for (compiled, validation, slot) in &rule.validations {
+            let verdict = self.decide(compiled, *slot, obj.root, bound);
             if verdict == Verdict::Pass || (!admitted && matches!(verdict, Verdict::Error(_))) {
                 continue;
             }
+            // A denial is located in the object's own context, with its variables bound.
+            let bound = bound.get_or_insert_with(|| self.cel.bind(obj.root));
+            self.rule_set.bind(bound, &compiled.needs);
+            let program = &compiled.program;
             let mut spans: Vec<(Span, Option<String>)> = bound
                 .blame(program, obj.root, &self.rule_set)
                 .iter()
@@ -488,6 +665,19 @@ impl Engine {
             }
         }
     }
+}
+
+/// A member of a bundle that was complete, and checked, before it arrived.
+fn late_duplicate(d: bundle::LateDuplicate, emit: &mut Emit) {
+    let id = d.bundle;
+    emit.add(
+        "bundle-duplicate",
+        d.member.loc,
+        bundle_rules::duplicate_message(&id, d.member.kind),
+        Some(&d.member.object()),
+        Some(&id),
+    )
+    .label(d.first, "the first one");
 }
 
 /// Findings about a Job known only by its name's prefix were given the prefix as bundle; the

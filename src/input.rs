@@ -141,7 +141,9 @@ fn has_manifest_extension(path: &Path) -> bool {
         .is_some_and(|e| MANIFEST_EXTENSIONS.contains(&e))
 }
 
-fn is_excluded(path: &Path, root: &Path, exclude: &[String]) -> bool {
+/// Whether `path` (under `root`) lies in an excluded folder: one named as a path relative to
+/// `root`, or as a single folder name anywhere in the path.
+pub fn is_excluded(path: &Path, root: &Path, exclude: &[String]) -> bool {
     let relative = path.strip_prefix(root).unwrap_or(path);
     exclude.iter().any(|ex| {
         let ex = ex.trim_end_matches('/');

@@ -1,7 +1,9 @@
 //! credlint: lints rendered Kubernetes manifests against the ADR-072 credentials-bundle contract.
 //!
 //! Dependencies point one way: `cli` -> `engine` -> {`bundle`, `catalog`, `cel`, `checks`,
-//! `members`, `schema`} -> {`model`, `source`, `locate`, `yaml`}.
+//! `members`, `schema`} -> {`model`, `source`, `locate`, `yaml`}. After the engine, `cli` runs
+//! `settings` (from `config` and the flags: `suppress`, severities, selection), `precommit`
+//! (narrowing to the changed files) and a `report` format; none of them is used by the engine.
 
 pub mod block;
 pub mod bundle;
@@ -9,6 +11,7 @@ pub mod catalog;
 pub mod cel;
 pub mod checks;
 pub mod cli;
+pub mod config;
 pub mod docs;
 pub mod engine;
 pub mod input;
@@ -19,12 +22,16 @@ pub mod model;
 pub mod object;
 pub mod policies_cmd;
 pub mod policy;
+pub mod precommit;
 pub mod python;
 pub mod render;
 pub mod report;
 pub mod schema;
+pub mod settings;
 pub mod simulate;
 pub mod simulation;
 pub mod source;
+pub mod suggest;
+pub mod suppress;
 pub mod testkit;
 pub mod yaml;

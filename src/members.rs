@@ -14,7 +14,9 @@ use sha2::Digest;
 /// What to keep beyond the facts.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Keep {
-    /// Keep plan.json and create.py texts (for `simulate`).
+    /// Keep the assembled bundles in the outcome (pre-commit scope, JUnit suites).
+    pub bundles: bool,
+    /// Keep plan.json and create.py texts too (for `simulate`).
     pub programs: bool,
 }
 

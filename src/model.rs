@@ -100,9 +100,24 @@ pub struct Finding {
     pub object: Option<ObjectRef>,
     /// `namespace/owner`, or the owner alone when the objects carry no namespace.
     pub bundle: Option<String>,
+    /// Set when a `credlint.io/ignore` annotation accepts the finding: it is still reported,
+    /// but counts neither in the summary nor for the exit code.
+    pub suppressed: Option<Suppression>,
+}
+
+/// Why a finding is accepted, and where that was written (the annotation's value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Suppression {
+    pub reason: String,
+    pub loc: Loc,
 }
 
 impl Finding {
+    /// Whether the finding counts: at or above `fail_on` and not suppressed.
+    pub fn fails_at(&self, fail_on: Severity) -> bool {
+        self.suppressed.is_none() && self.severity >= fail_on
+    }
+
     /// The order of the output: file, line, column, rule.
     pub fn sort_key(&self) -> (usize, usize, usize, &str, usize, usize, &str) {
         (

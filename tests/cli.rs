@@ -297,3 +297,54 @@ fn rules_and_explain_come_from_the_catalog() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("role-forbidden-verb"));
 }
+
+#[test]
+fn completions_are_generated_for_every_shell() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = credlint(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(script.contains("credlint"), "{shell}");
+        // Fish writes long options without their dashes (`-l pre-commit`).
+        for word in ["check", "simulate", "pre-commit", "show-suppressed"] {
+            assert!(script.contains(word), "{shell} completes {word}");
+        }
+        if shell == "bash" {
+            assert!(script.contains("sarif github junit"), "format values");
+        }
+    }
+    let out = credlint(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn unsuppressed_json_keeps_exactly_the_contract_keys() {
+    let out = credlint(&["check", BAD, "--format", "json"]);
+    let report = json(&out);
+    let mut keys: Vec<&str> = report["summary"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "bundles",
+            "documents",
+            "errors",
+            "files",
+            "objects",
+            "warnings"
+        ]
+    );
+    let mut top: Vec<&str> = report
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    top.sort();
+    assert_eq!(top, ["findings", "summary", "version"]);
+}

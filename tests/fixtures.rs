@@ -6,13 +6,16 @@
 //! once; a good entry yields no finding at all. `options.yaml` may set `credentialsImage` for the
 //! folder. For the rules `credlint simulate` decides, an entry's bundles are also simulated and
 //! the distinct simulated findings are appended. An entry folder may hold a `policies/` folder:
-//! it is applied with `--policy` (the `policy-unsupported` fixtures).
-//! `UPDATE_FIXTURES=1 cargo test --test fixtures` rewrites the expect.txt files; review the diff
-//! like any code change.
+//! it is applied with `--policy` (the `policy-unsupported` fixtures). `credlint.io/ignore`
+//! annotations are applied as `check` applies them: a suppressed finding is not listed, and
+//! `ignore-invalid` / `ignore-unused` findings are. `UPDATE_FIXTURES=1 cargo test --test
+//! fixtures` rewrites the expect.txt files; review the diff like any code change.
 
 use credlint::catalog::Catalog;
 use credlint::engine::{Engine, Options};
 use credlint::input;
+use credlint::settings::Settings;
+use credlint::suppress;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -37,15 +40,23 @@ fn lint(path: &Path, mut options: Options) -> Vec<(String, usize, usize, String)
     let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &exclude);
     assert!(errors.is_empty(), "{errors:?}");
     let engine = Engine::new(options).expect("the catalog compiles");
-    let outcome = engine.run(&files, Vec::new());
+    let mut outcome = engine.run(&files, Vec::new());
     assert!(
         outcome.input_errors.is_empty(),
         "{:?}",
         outcome.input_errors
     );
+    Settings::default().apply(
+        &mut outcome,
+        suppress::Options {
+            judge: true,
+            not_run: &credlint::simulate::RULES,
+        },
+    );
     outcome
         .findings
         .iter()
+        .filter(|f| f.suppressed.is_none())
         .map(|f| {
             let file = Path::new(&outcome.files[f.loc.file]);
             let base = path.parent().unwrap_or(path);
@@ -65,7 +76,10 @@ fn simulate(path: &Path) -> Vec<(String, usize, usize, String)> {
     let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &[]);
     assert!(errors.is_empty(), "{errors:?}");
     let options = Options {
-        keep: credlint::members::Keep { programs: true },
+        keep: credlint::members::Keep {
+            bundles: true,
+            programs: true,
+        },
         ..Options::default()
     };
     let outcome = Engine::new(options).unwrap().run(&files, Vec::new());

@@ -212,7 +212,10 @@ fn every_program_mutant_fails_its_simulation() {
 
 fn simulate(case: &Case) -> Vec<String> {
     let options = Options {
-        keep: credlint::members::Keep { programs: true },
+        keep: credlint::members::Keep {
+            bundles: true,
+            programs: true,
+        },
         credentials_image: case.credentials_image.clone(),
         ..Options::default()
     };

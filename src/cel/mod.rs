@@ -9,10 +9,11 @@
 mod blame;
 mod inline;
 mod inspect;
+pub mod reads;
 mod regex;
 mod ruleset;
 
-pub use ruleset::{CompiledRule, RuleSet};
+pub use ruleset::{Compiled, CompiledRule, RuleSet};
 
 pub use inspect::Usage;
 

@@ -7,6 +7,7 @@
 //! variables its rules need, in order, in its own context. A variable that fails to evaluate is
 //! left unbound, so what uses it fails, as a lazily evaluated variable would.
 
+use super::reads::{self, Pattern};
 use super::{Bound, Cel, Program, inline};
 use std::collections::HashMap;
 
@@ -22,11 +23,17 @@ pub struct RuleSet {
     by_text: HashMap<String, usize>,
 }
 
-/// A rule's validations, and the variables they need.
-pub struct CompiledRule {
-    pub validations: Vec<Program>,
-    /// Ids of the variables to bind first, ascending.
+/// A validation ready to run: its program, the variables it uses (ascending ids, dependencies
+/// included) and the part of the object it can observe.
+pub struct Compiled {
+    pub program: Program,
     pub needs: Vec<usize>,
+    pub pattern: Pattern,
+}
+
+/// A rule's validations.
+pub struct CompiledRule {
+    pub validations: Vec<Compiled>,
 }
 
 impl RuleSet {
@@ -40,7 +47,6 @@ impl RuleSet {
         validations: &[&str],
     ) -> Result<CompiledRule, String> {
         let mut local: Vec<(String, String)> = Vec::new();
-        let mut needs = Vec::new();
         let definitions = constants
             .iter()
             .map(|(n, v)| (n.to_string(), super::literal(v)))
@@ -62,20 +68,54 @@ impl RuleSet {
                     id
                 }
             };
-            needs.push(id);
             local.push((name, self.vars[id].ident.clone()));
         }
-        needs.sort_unstable();
-        needs.dedup();
         let validations = validations
             .iter()
             .map(|text| {
-                let mut program = cel.compile(&inline::variables(text, &local))?;
+                let inlined = inline::variables(text, &local);
+                let mut program = cel.compile(&inlined)?;
                 program.text = text.to_string();
-                Ok(program)
+                Ok(self.prepare(program, &inlined))
             })
             .collect::<Result<_, String>>()?;
-        Ok(CompiledRule { validations, needs })
+        Ok(CompiledRule { validations })
+    }
+
+    /// A program with its variables (found in its text, with theirs) and its read pattern.
+    pub fn prepare(&self, program: Program, text: &str) -> Compiled {
+        let mut needs = Vec::new();
+        let mut pending = self.idents_in(text);
+        while let Some(id) = pending.pop() {
+            if !needs.contains(&id) {
+                needs.push(id);
+                pending.extend(self.idents_in(self.vars[id].program.text()));
+            }
+        }
+        needs.sort_unstable();
+        let pattern = reads::pattern(program.inner.expression(), &self.expressions());
+        Compiled {
+            program,
+            needs,
+            pattern,
+        }
+    }
+
+    /// The variables a text names by identifier.
+    fn idents_in(&self, text: &str) -> Vec<usize> {
+        const PREFIX: &str = "__credlint_var_";
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find(PREFIX) {
+            rest = &rest[at + PREFIX.len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if let Ok(id) = digits.parse::<usize>()
+                && id < self.vars.len()
+            {
+                out.push(id);
+            }
+        }
+        out
     }
 
     /// Binds the variables `ids` not yet bound in `bound`, in order.

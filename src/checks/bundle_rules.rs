@@ -49,6 +49,10 @@ fn incomplete(bundle: &Bundle, id: &str, emit: &mut Emit) {
     }
 }
 
+pub fn duplicate_message(id: &str, kind: MemberKind) -> String {
+    format!("bundle {id} has a second {}", kind.name())
+}
+
 fn duplicates(bundle: &Bundle, id: &str, emit: &mut Emit) {
     for members in bundle.members.values() {
         let Some((first, rest)) = members.split_first() else {
@@ -58,7 +62,7 @@ fn duplicates(bundle: &Bundle, id: &str, emit: &mut Emit) {
             emit.add(
                 "bundle-duplicate",
                 extra.loc,
-                format!("bundle {id} has a second {}", extra.kind.name()),
+                duplicate_message(id, extra.kind),
                 Some(&extra.object()),
                 Some(id),
             )

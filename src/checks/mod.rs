@@ -49,6 +49,7 @@ impl<'c> Emit<'c> {
             labels: Vec::new(),
             object: object.cloned(),
             bundle: bundle.map(str::to_string),
+            suppressed: None,
         });
         self.findings.last_mut().expect("just pushed")
     }

@@ -102,10 +102,20 @@ fn header_span(source: &Source, key: Span, value: Span) -> Span {
     }
 }
 
-/// Every allowlist pragma in the file except the same-line form on an allowed header line.
-pub fn misplaced_pragmas(source: &Source, allowed_lines: &[usize], out: &mut Vec<TextProblem>) {
-    for m in any_pragma().find_iter(source.text) {
-        let line = source.lines.line_of(m.start());
+/// Every allowlist pragma in `range` of the file except the same-line form on an allowed header
+/// line. A pragma never crosses a line, so ranges cut at line starts miss none.
+pub fn misplaced_pragmas(
+    source: &Source,
+    range: std::ops::Range<usize>,
+    allowed_lines: &[usize],
+    out: &mut Vec<TextProblem>,
+) {
+    let Some(text) = source.text.get(range.clone()) else {
+        return;
+    };
+    for m in any_pragma().find_iter(text) {
+        let (start, end) = (range.start + m.start(), range.start + m.end());
+        let line = source.lines.line_of(start);
         let next_line = m.as_str().contains("nextline");
         if !next_line && allowed_lines.contains(&line) {
             continue;
@@ -117,7 +127,7 @@ pub fn misplaced_pragmas(source: &Source, allowed_lines: &[usize], out: &mut Vec
         };
         out.push((
             "pragma-misplaced",
-            Span::new(m.start(), m.end()),
+            Span::new(start, end),
             format!(
                 "`{}` hides {hides} from detect-secrets; only the create.py header line of a \
                  credentials ConfigMap carries the allowlist pragma",

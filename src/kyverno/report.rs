@@ -42,6 +42,7 @@ pub fn object_findings(
         labels: Vec::new(),
         object: Some(reference.clone()),
         bundle: bundle.map(str::to_string),
+        suppressed: None,
     };
     let Some(subject) = set.subject(obj.root) else {
         return out;
@@ -107,6 +108,7 @@ pub fn unsupported_findings(set: &PolicySet, first_file: usize) -> Vec<Finding> 
                 labels: Vec::new(),
                 object: None,
                 bundle: None,
+                suppressed: None,
             })
         })
         .collect()

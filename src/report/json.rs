@@ -1,5 +1,7 @@
-//! `--format json`: one object on standard output, exactly as cli.md describes it. Findings
-//! that refer to a second place carry it in `related` (an extension).
+//! `--format json`: one object on standard output, exactly as cli.md describes it. Extensions,
+//! present only when they apply, so that output without them is what cli.md shows: `related`
+//! (a second place a finding refers to), `suppressed` on a finding a `credlint.io/ignore`
+//! annotation accepts (its reason and where the annotation stands), and `summary.suppressed`.
 
 use crate::engine::Outcome;
 use crate::model::Finding;
@@ -20,6 +22,12 @@ struct Summary {
     bundles: usize,
     errors: usize,
     warnings: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    suppressed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -43,6 +51,16 @@ pub struct JsonFinding<'a> {
     bundle: Option<&'a str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     related: Vec<Related<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suppressed: Option<Suppressed<'a>>,
+}
+
+#[derive(Serialize)]
+struct Suppressed<'a> {
+    reason: &'a str,
+    file: &'a str,
+    line: usize,
+    column: usize,
 }
 
 #[derive(Serialize)]
@@ -84,6 +102,12 @@ pub fn finding<'a>(f: &'a Finding, files: &'a [String]) -> JsonFinding<'a> {
                 end_column: l.loc.end_column,
             })
             .collect(),
+        suppressed: f.suppressed.as_ref().map(|s| Suppressed {
+            reason: &s.reason,
+            file: file(s.loc.file),
+            line: s.loc.line,
+            column: s.loc.column,
+        }),
     }
 }
 
@@ -98,6 +122,11 @@ pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result
             bundles: s.bundles,
             errors: s.errors,
             warnings: s.warnings,
+            suppressed: outcome
+                .findings
+                .iter()
+                .filter(|f| f.suppressed.is_some())
+                .count(),
         },
         findings: outcome
             .findings

@@ -1,9 +1,31 @@
 //! Output formats, one file each. They read an [`Outcome`] and write to a `Write`.
 
+pub mod github;
 pub mod json;
+pub mod junit;
+pub mod sarif;
 pub mod text;
 
 use crate::engine::Outcome;
+use crate::model::Severity;
+
+/// What the formats need to know of the run besides its outcome.
+pub struct Context<'a> {
+    pub texts: &'a Texts,
+    /// The severity that fails the run (JUnit: a failure, not a passing case with output).
+    pub fail_on: Severity,
+    /// The rules the run applied, in catalog order (JUnit: one test case per bundle and rule).
+    pub rules: Vec<&'a str>,
+    /// Text: list suppressed findings, not only count them.
+    pub show_suppressed: bool,
+    /// Text: colours, for a terminal.
+    pub color: bool,
+}
+
+/// The display path of file `i` of the run.
+pub fn file_name(outcome: &Outcome, i: usize) -> &str {
+    outcome.files.get(i).map_or("", String::as_str)
+}
 
 /// The texts of the files findings point into, read again when a format shows source lines
 /// (the run itself drops them as it goes). Standard input is kept by the caller.

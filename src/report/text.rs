@@ -6,7 +6,7 @@
 
 use super::Texts;
 use crate::catalog::Catalog;
-use crate::engine::Outcome;
+use crate::engine::{IGNORE_ANNOTATION, Outcome};
 use crate::model::{Finding, Severity};
 use crate::source::LineIndex;
 use miette::{
@@ -103,6 +103,8 @@ impl SourceCode for IndexedSource {
 
 pub struct Style {
     pub color: bool,
+    /// List every suppressed finding with its reason (otherwise only their number is shown).
+    pub show_suppressed: bool,
 }
 
 pub fn write(
@@ -119,7 +121,7 @@ pub fn write(
     };
     let handler = GraphicalReportHandler::new_themed(theme).with_context_lines(1);
     let mut sources: HashMap<usize, Option<std::sync::Arc<IndexedSource>>> = HashMap::new();
-    for finding in &outcome.findings {
+    for finding in outcome.findings.iter().filter(|f| f.suppressed.is_none()) {
         let source = sources
             .entry(finding.loc.file)
             .or_insert_with(|| {
@@ -169,7 +171,59 @@ pub fn write(
         plural(s.bundles, "bundle", "bundles"),
         s.files,
         plural(s.files, "file", "files"),
-    )
+    )?;
+    suppressed(outcome, style, out)
+}
+
+/// Suppressed findings do not count and are not shown as diagnostics: one line says how many,
+/// or, with `--show-suppressed`, one line each says what was accepted, where, and why.
+fn suppressed(
+    outcome: &Outcome,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let accepted: Vec<&Finding> = outcome
+        .findings
+        .iter()
+        .filter(|f| f.suppressed.is_some())
+        .collect();
+    if accepted.is_empty() {
+        return Ok(());
+    }
+    let n = accepted.len();
+    if !style.show_suppressed {
+        return writeln!(
+            out,
+            "{n} {} suppressed by {IGNORE_ANNOTATION} (--show-suppressed lists {})",
+            plural(n, "finding", "findings"),
+            plural(n, "it", "them"),
+        );
+    }
+    writeln!(
+        out,
+        "{n} {} suppressed by {IGNORE_ANNOTATION}:",
+        plural(n, "finding", "findings")
+    )?;
+    for f in accepted {
+        let Some(s) = &f.suppressed else { continue };
+        let on = f
+            .object
+            .as_ref()
+            .map_or(String::new(), |o| format!(" on {o}"));
+        writeln!(
+            out,
+            "  {} {}:{}:{} {}{on}: \"{}\" (annotation at {}:{})",
+            f.severity,
+            super::file_name(outcome, f.loc.file),
+            f.loc.line,
+            f.loc.column,
+            f.rule,
+            s.reason,
+            super::file_name(outcome, s.loc.file),
+            s.loc.line,
+        )?;
+    }
+    Ok(())
 }
 
 fn source_missing(

@@ -1,0 +1,430 @@
+//! `credlint.toml`: the settings a repository keeps beside its manifests. Found in the current
+//! folder or the nearest parent that has one, or named with `--config`.
+//!
+//! ```toml
+//! fail-on = "warning"                  # error (default) | warning
+//! credentials-image = "registry.example/platform/credentials:1.5.0@sha256:..."
+//! exclude = ["charts", "vendor/old"]   # folders not walked
+//!
+//! [rules]
+//! select = ["job-ttl", "role-forbidden-verb"]   # only these (default: all)
+//! ignore = ["eso-store-unscoped"]               # not these
+//!
+//! [rules.severity]
+//! job-ttl = "warning"
+//! ```
+//!
+//! The file is input like any manifest: an unknown key, a wrong type or an unknown rule id is
+//! an error naming the key and its line, never a panic and never silently ignored.
+
+use crate::catalog::Catalog;
+use crate::model::Severity;
+use crate::suggest::closest;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+pub const FILE_NAME: &str = "credlint.toml";
+
+/// The settings as the file writes them; `None` where it says nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    pub select: Option<Vec<String>>,
+    pub ignore: Option<Vec<String>>,
+    /// Per-rule severity overrides, in file order.
+    pub severity: Vec<(String, Severity)>,
+    pub fail_on: Option<Severity>,
+    pub credentials_image: Option<String>,
+    pub exclude: Option<Vec<String>>,
+}
+
+/// One thing wrong with the file: `path:line: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub path: String,
+    /// 1-based; `None` when the problem is the file as a whole.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.path, self.message),
+            None => write!(f, "{}: {}", self.path, self.message),
+        }
+    }
+}
+
+/// The nearest `credlint.toml` in `start` or one of its parents, up to the filesystem root.
+pub fn find(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .map(|dir| dir.join(FILE_NAME))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Reads and checks a config file; `shown` is the path as messages name it.
+pub fn load(path: &Path, shown: &str) -> Result<Config, Vec<ConfigError>> {
+    let whole = |message: String| {
+        vec![ConfigError {
+            path: shown.to_string(),
+            line: None,
+            message,
+        }]
+    };
+    let bytes = std::fs::read(path).map_err(|e| whole(crate::input::describe_io(&e)))?;
+    let text = String::from_utf8(bytes).map_err(|_| whole("the file is not UTF-8".into()))?;
+    parse(shown, &text)
+}
+
+const TOP_KEYS: &[&str] = &["rules", "fail-on", "credentials-image", "exclude"];
+const RULES_KEYS: &[&str] = &["select", "ignore", "severity"];
+
+/// Parses the text of a config file; every problem found is returned, in file order.
+pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
+    let mut reader = Reader {
+        shown,
+        text,
+        errors: Vec::new(),
+        catalog: Catalog::get(),
+    };
+    let root = match DeTable::parse(text) {
+        Ok(root) => root,
+        Err(e) => {
+            let line = e.span().map(|s| reader.line(s.start));
+            return Err(vec![ConfigError {
+                path: shown.to_string(),
+                line,
+                message: format!("not valid TOML: {}", e.message().trim_end()),
+            }]);
+        }
+    };
+    let mut config = Config::default();
+    for (key, value) in root.get_ref().iter() {
+        match key.get_ref().as_ref() {
+            "rules" => reader.rules(value, &mut config),
+            "fail-on" => config.fail_on = reader.severity(key, value),
+            "credentials-image" => config.credentials_image = reader.string(key, value),
+            "exclude" => config.exclude = reader.strings(key, value),
+            _ => reader.unknown(key, TOP_KEYS, None),
+        }
+    }
+    if reader.errors.is_empty() {
+        Ok(config)
+    } else {
+        reader.errors.sort_by_key(|e| e.line);
+        Err(reader.errors)
+    }
+}
+
+type Key<'i> = Spanned<std::borrow::Cow<'i, str>>;
+type Value<'i> = Spanned<DeValue<'i>>;
+
+struct Reader<'t> {
+    shown: &'t str,
+    text: &'t str,
+    errors: Vec<ConfigError>,
+    catalog: &'static Catalog,
+}
+
+impl Reader<'_> {
+    fn line(&self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        self.text.as_bytes()[..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn error(&mut self, span: Range<usize>, message: String) {
+        let line = self.line(span.start);
+        self.errors.push(ConfigError {
+            path: self.shown.to_string(),
+            line: Some(line),
+            message,
+        });
+    }
+
+    fn unknown(&mut self, key: &Key, known: &[&'static str], table: Option<&str>) {
+        let name = key.get_ref().as_ref();
+        let within = table.map_or(String::new(), |t| format!(" in [{t}]"));
+        let hint = closest(name, known.iter().copied())
+            .map_or(String::new(), |c| format!(" (did you mean `{c}`?)"));
+        self.error(key.span(), format!("unknown key `{name}`{within}{hint}"));
+    }
+
+    fn rules(&mut self, value: &Value, config: &mut Config) {
+        let Some(table) = value.get_ref().as_table() else {
+            self.wrong_type("rules", value, "a table ([rules])");
+            return;
+        };
+        for (key, value) in table.iter() {
+            match key.get_ref().as_ref() {
+                "select" => config.select = self.rule_ids(key, value),
+                "ignore" => config.ignore = self.rule_ids(key, value),
+                "severity" => config.severity = self.severities(value),
+                _ => self.unknown(key, RULES_KEYS, Some("rules")),
+            }
+        }
+    }
+
+    fn severities(&mut self, value: &Value) -> Vec<(String, Severity)> {
+        let Some(table) = value.get_ref().as_table() else {
+            self.wrong_type(
+                "severity",
+                value,
+                "a table of rule ids ([rules.severity] job-ttl = \"warning\")",
+            );
+            return Vec::new();
+        };
+        let mut entries: Vec<(&Key, &Value)> = table.iter().collect();
+        entries.sort_by_key(|(key, _)| key.span().start);
+        let mut out = Vec::new();
+        for (key, value) in entries {
+            let id = key.get_ref().as_ref();
+            if !self.known_rule(id, key.span()) {
+                continue;
+            }
+            if let Some(severity) = self.severity(key, value) {
+                out.push((id.to_string(), severity));
+            }
+        }
+        out
+    }
+
+    /// A catalog rule, or `policy:<name>` (a `check --policy` policy, `policy:*` for all).
+    fn known_rule(&mut self, id: &str, span: Range<usize>) -> bool {
+        let policy = id
+            .strip_prefix(crate::kyverno::report::PREFIX)
+            .is_some_and(|name| !name.is_empty());
+        if self.catalog.rule(id).is_some() || policy {
+            return true;
+        }
+        let hint = closest(id, self.catalog.rules.iter().map(|r| r.id.as_str()))
+            .map_or("see `credlint rules`".to_string(), |c| {
+                format!("did you mean `{c}`?")
+            });
+        self.error(span, format!("unknown rule `{id}` ({hint})"));
+        false
+    }
+
+    fn rule_ids(&mut self, key: &Key, value: &Value) -> Option<Vec<String>> {
+        let Some(items) = value.get_ref().as_array() else {
+            self.wrong_type(key.get_ref(), value, "a list of rule ids");
+            return None;
+        };
+        let mut ids = Vec::new();
+        for item in items.iter() {
+            match item.get_ref().as_str() {
+                Some(id) if self.known_rule(id, item.span()) => ids.push(id.to_string()),
+                Some(_) => {}
+                None => self.wrong_type(key.get_ref(), item, "a list of rule ids (strings)"),
+            }
+        }
+        Some(ids)
+    }
+
+    fn strings(&mut self, key: &Key, value: &Value) -> Option<Vec<String>> {
+        let Some(items) = value.get_ref().as_array() else {
+            self.wrong_type(key.get_ref(), value, "a list of strings");
+            return None;
+        };
+        let mut out = Vec::new();
+        for item in items.iter() {
+            match item.get_ref().as_str() {
+                Some(s) if !s.trim().is_empty() => out.push(s.to_string()),
+                Some(_) => self.error(
+                    item.span(),
+                    format!("`{}` holds an empty folder name", key.get_ref()),
+                ),
+                None => self.wrong_type(key.get_ref(), item, "a list of strings"),
+            }
+        }
+        Some(out)
+    }
+
+    fn string(&mut self, key: &Key, value: &Value) -> Option<String> {
+        match value.get_ref().as_str() {
+            Some(s) => Some(s.to_string()),
+            None => {
+                self.wrong_type(key.get_ref(), value, "a string");
+                None
+            }
+        }
+    }
+
+    fn severity(&mut self, key: &Key, value: &Value) -> Option<Severity> {
+        match value.get_ref().as_str().map(Severity::parse) {
+            Some(Some(severity)) => Some(severity),
+            Some(None) | None => {
+                self.wrong_type(key.get_ref(), value, "\"error\" or \"warning\"");
+                None
+            }
+        }
+    }
+
+    fn wrong_type(&mut self, key: &str, value: &Value, expected: &str) {
+        let found = match value.get_ref() {
+            DeValue::String(s) => format!("the string {s:?}"),
+            other => other.type_str().to_string(),
+        };
+        self.error(
+            value.span(),
+            format!("`{key}` must be {expected}, not {found}"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(text: &str) -> Vec<String> {
+        parse("credlint.toml", text)
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_full_file_is_read() {
+        let config = parse(
+            "credlint.toml",
+            "fail-on = \"warning\"\ncredentials-image = \"img@sha256:00\"\nexclude = [\"charts\"]\n\n\
+             [rules]\nselect = [\"job-ttl\", \"job-seccomp\"]\nignore = [\"eso-store-unscoped\"]\n\n\
+             [rules.severity]\njob-ttl = \"warning\"\nhook-wave = \"error\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.fail_on, Some(Severity::Warning));
+        assert_eq!(config.credentials_image.as_deref(), Some("img@sha256:00"));
+        assert_eq!(config.exclude, Some(vec!["charts".to_string()]));
+        assert_eq!(
+            config.select,
+            Some(vec!["job-ttl".to_string(), "job-seccomp".to_string()])
+        );
+        assert_eq!(config.ignore, Some(vec!["eso-store-unscoped".to_string()]));
+        assert_eq!(
+            config.severity,
+            vec![
+                ("job-ttl".to_string(), Severity::Warning),
+                ("hook-wave".to_string(), Severity::Error)
+            ]
+        );
+        assert_eq!(parse("x", "").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_and_its_line() {
+        assert_eq!(
+            errors("\n[rules]\nslect = [\"job-ttl\"]\n"),
+            ["credlint.toml:3: unknown key `slect` in [rules] (did you mean `select`?)"]
+        );
+        assert_eq!(
+            errors("fail_on = \"error\"\n"),
+            ["credlint.toml:1: unknown key `fail_on` (did you mean `fail-on`?)"]
+        );
+        assert_eq!(
+            errors("colour = 1\n"),
+            ["credlint.toml:1: unknown key `colour`"]
+        );
+    }
+
+    #[test]
+    fn wrong_types_and_unknown_rules_name_their_line() {
+        assert_eq!(
+            errors("fail-on = 3\n"),
+            ["credlint.toml:1: `fail-on` must be \"error\" or \"warning\", not integer"]
+        );
+        assert_eq!(
+            errors("fail-on = \"fatal\"\n"),
+            [
+                "credlint.toml:1: `fail-on` must be \"error\" or \"warning\", not the string \"fatal\""
+            ]
+        );
+        assert_eq!(
+            errors("[rules]\nselect = \"job-ttl\"\n"),
+            ["credlint.toml:2: `select` must be a list of rule ids, not the string \"job-ttl\""]
+        );
+        assert_eq!(
+            errors("[rules]\nignore = [\n  \"job-ttl\",\n  \"job-tll\",\n  4,\n]\n"),
+            [
+                "credlint.toml:4: unknown rule `job-tll` (did you mean `job-ttl`?)",
+                "credlint.toml:5: `ignore` must be a list of rule ids (strings), not integer"
+            ]
+        );
+        assert_eq!(
+            errors("[rules.severity]\njob-ttl = \"info\"\nnope = \"error\"\n"),
+            [
+                "credlint.toml:2: `job-ttl` must be \"error\" or \"warning\", not the string \"info\"",
+                "credlint.toml:3: unknown rule `nope` (see `credlint rules`)"
+            ]
+        );
+        assert_eq!(
+            errors("rules = 1\n"),
+            ["credlint.toml:1: `rules` must be a table ([rules]), not integer"]
+        );
+        assert_eq!(
+            errors("exclude = [\"\"]\n"),
+            ["credlint.toml:1: `exclude` holds an empty folder name"]
+        );
+    }
+
+    #[test]
+    fn broken_toml_is_an_error_with_its_line_never_a_panic() {
+        let e = errors("[rules]\nselect = [\"job-ttl\"\n");
+        assert_eq!(e.len(), 1);
+        assert!(e[0].starts_with("credlint.toml:"), "{e:?}");
+        assert!(e[0].contains("not valid TOML"), "{e:?}");
+        let e = errors("a = 1\na = 2\n");
+        assert!(e[0].starts_with("credlint.toml:2: not valid TOML"), "{e:?}");
+        for text in [
+            "[",
+            "\u{0}",
+            "[[rules]]\nselect = 1\n",
+            "rules.severity = 3",
+            "x = \"\\u{110000}\"",
+            "[rules]\nseverity = [1]\n",
+        ] {
+            let _ = parse("credlint.toml", text);
+        }
+        assert!(parse("credlint.toml", "[[rules]]\n").is_err());
+    }
+
+    #[test]
+    fn every_cut_and_corruption_of_a_full_file_is_read_or_refused_never_a_panic() {
+        let full = "fail-on = \"warning\"\ncredentials-image = \"img@sha256:00\"\n\
+                    exclude = [\"charts\", 'vendor/old']\n[rules]\nselect = [\"job-ttl\"]\n\
+                    ignore = [\"policy:x\"]\n[rules.severity]\njob-ttl = \"warning\" # é\n";
+        let junk = [
+            "\"", "[", "]", "=", "\n", ",", "\\", "{", "'''", "\u{0}", "é",
+        ];
+        for cut in (0..=full.len()).filter(|&i| full.is_char_boundary(i)) {
+            let _ = parse("credlint.toml", &full[..cut]);
+            for piece in junk {
+                let mut text = full.to_string();
+                text.insert_str(cut, piece);
+                if let Err(errors) = parse("credlint.toml", &text) {
+                    assert!(!errors.is_empty());
+                    assert!(errors.iter().all(|e| e.line.is_none_or(|l| l >= 1)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_nearest_file_upward_is_found() {
+        let root = std::env::temp_dir().join(format!("credlint-config-{}", std::process::id()));
+        let deep = root.join("a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(root.join(FILE_NAME), "").unwrap();
+        assert_eq!(find(&deep), Some(root.join(FILE_NAME)));
+        std::fs::write(root.join("a").join(FILE_NAME), "").unwrap();
+        assert_eq!(find(&deep), Some(root.join("a").join(FILE_NAME)));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -1,0 +1,215 @@
+//! What a run is asked to do: `credlint.toml` and the command line merged (a flag given on the
+//! command line replaces the file's value for that key; lists are not merged), and the steps
+//! that apply it to an [`Outcome`] after the engine: suppressions, severity overrides, rule
+//! selection, the summary.
+
+use crate::catalog::Catalog;
+use crate::config::{self, Config};
+use crate::engine::Outcome;
+use crate::model::Severity;
+use crate::suppress;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Only these rules (empty: all).
+    pub select: Vec<String>,
+    /// Not these rules.
+    pub ignore: Vec<String>,
+    /// Per-rule severity overrides.
+    pub severity: Vec<(String, Severity)>,
+    pub fail_on: Severity,
+    pub credentials_image: Option<String>,
+    /// Folders not walked.
+    pub exclude: Vec<String>,
+    /// Whether `credlint.io/ignore` annotations are honoured (`--no-inline-ignores` turns off).
+    pub inline_ignores: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            select: Vec::new(),
+            ignore: Vec::new(),
+            severity: Vec::new(),
+            fail_on: Severity::Error,
+            credentials_image: None,
+            exclude: Vec::new(),
+            inline_ignores: true,
+        }
+    }
+}
+
+/// The command line's say, `None` (or `false`) where a flag was not given.
+#[derive(Clone, Debug, Default)]
+pub struct Flags {
+    pub select: Option<Vec<String>>,
+    pub ignore: Option<Vec<String>>,
+    pub fail_on: Option<Severity>,
+    pub credentials_image: Option<String>,
+    pub exclude: Option<Vec<String>>,
+    pub no_inline_ignores: bool,
+}
+
+/// Which credlint.toml a run reads.
+#[derive(Clone, Debug)]
+pub enum ConfigFile {
+    /// The nearest one: the current folder's, else its parent's, up to the filesystem root.
+    Nearest,
+    /// `--config FILE`.
+    Named(std::path::PathBuf),
+    /// `--no-config`.
+    None,
+}
+
+impl Settings {
+    /// Checks the flags' rule ids, reads the config file and merges the two; `Err` holds one
+    /// line per problem (the run exits 2).
+    pub fn resolve(file: ConfigFile, flags: Flags) -> Result<Settings, Vec<String>> {
+        let catalog = Catalog::get();
+        for id in flags.select.iter().chain(&flags.ignore).flatten() {
+            // `policy:<name>` ids come from the --policy files, not the catalog.
+            if catalog.rule(id).is_none() && !id.starts_with(crate::kyverno::report::PREFIX) {
+                let hint = crate::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
+                    .map_or("see `credlint rules`".to_string(), |c| {
+                        format!("did you mean `{c}`?")
+                    });
+                return Err(vec![format!("unknown rule `{id}` ({hint})")]);
+            }
+        }
+        let path = match file {
+            ConfigFile::None => None,
+            ConfigFile::Named(path) => {
+                let shown = path.display().to_string();
+                Some((path, shown))
+            }
+            ConfigFile::Nearest => std::env::current_dir().ok().and_then(|cwd| {
+                let path = config::find(&cwd)?;
+                // Named as the user would: relative when it is in the current folder.
+                let shown = match path.parent() {
+                    Some(dir) if dir == cwd => config::FILE_NAME.to_string(),
+                    _ => path.display().to_string(),
+                };
+                Some((path, shown))
+            }),
+        };
+        let file = match path {
+            None => None,
+            Some((path, shown)) => Some(
+                config::load(&path, &shown)
+                    .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>())?,
+            ),
+        };
+        Ok(Settings::merge(file, flags))
+    }
+
+    /// The rules a run applies, in catalog order: `check` runs all but the simulated ones,
+    /// `simulate` only those; `select`/`ignore` narrow both.
+    pub fn active_rules(&self, simulated: bool) -> Vec<&'static str> {
+        Catalog::get()
+            .rules
+            .iter()
+            .map(|r| r.id.as_str())
+            .filter(|id| crate::simulate::RULES.contains(id) == simulated && self.keeps(id))
+            .collect()
+    }
+
+    pub fn merge(file: Option<Config>, flags: Flags) -> Settings {
+        let file = file.unwrap_or_default();
+        let defaults = Settings::default();
+        Settings {
+            select: flags.select.or(file.select).unwrap_or_default(),
+            ignore: flags.ignore.or(file.ignore).unwrap_or_default(),
+            severity: file.severity,
+            fail_on: flags.fail_on.or(file.fail_on).unwrap_or(defaults.fail_on),
+            credentials_image: flags.credentials_image.or(file.credentials_image),
+            exclude: flags.exclude.or(file.exclude).unwrap_or_default(),
+            inline_ignores: !flags.no_inline_ignores,
+        }
+    }
+
+    /// Whether a rule's findings are kept by `select` and `ignore`.
+    pub fn keeps(&self, rule: &str) -> bool {
+        (self.select.is_empty() || named(&self.select, rule)) && !named(&self.ignore, rule)
+    }
+
+    /// Suppressions (judged when `judge`), severity overrides, then `select`/`ignore`. The
+    /// summary is recounted by [`recount`], once the caller has dropped what it does not report.
+    ///
+    /// Suppressions come first so that an annotation naming a rule `--ignore` drops is judged
+    /// against the findings that exist, not called unused.
+    pub fn apply(&self, outcome: &mut Outcome, suppress: suppress::Options) {
+        if self.inline_ignores {
+            suppress::apply(outcome, suppress);
+        }
+        for f in &mut outcome.findings {
+            if let Some((_, severity)) = self.severity.iter().find(|(id, _)| *id == f.rule) {
+                f.severity = *severity;
+            }
+        }
+        outcome.findings.retain(|f| self.keeps(&f.rule));
+    }
+}
+
+/// Whether a rule id is named by a select/ignore list (`policy:*` names every policy).
+fn named(list: &[String], rule: &str) -> bool {
+    let prefix = crate::kyverno::report::PREFIX;
+    list.iter()
+        .any(|id| id == rule || (id == "policy:*" && rule.starts_with(prefix)))
+}
+
+/// Counts errors and warnings again; suppressed findings count in neither.
+pub fn recount(outcome: &mut Outcome) {
+    let counted = |severity: Severity| {
+        outcome
+            .findings
+            .iter()
+            .filter(|f| f.severity == severity && f.suppressed.is_none())
+            .count()
+    };
+    outcome.summary.errors = counted(Severity::Error);
+    outcome.summary.warnings = counted(Severity::Warning);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_the_file_key_by_key() {
+        let file = Config {
+            select: Some(vec!["job-ttl".into()]),
+            ignore: Some(vec!["hook-wave".into()]),
+            severity: vec![("job-ttl".into(), Severity::Warning)],
+            fail_on: Some(Severity::Warning),
+            credentials_image: Some("from-file".into()),
+            exclude: Some(vec!["charts".into()]),
+        };
+        let merged = Settings::merge(
+            Some(file.clone()),
+            Flags {
+                ignore: Some(vec!["job-seccomp".into()]),
+                fail_on: Some(Severity::Error),
+                ..Flags::default()
+            },
+        );
+        assert_eq!(merged.select, ["job-ttl"], "the file's, no flag given");
+        assert_eq!(
+            merged.ignore,
+            ["job-seccomp"],
+            "the flag replaces the file's list"
+        );
+        assert_eq!(merged.fail_on, Severity::Error);
+        assert_eq!(merged.credentials_image.as_deref(), Some("from-file"));
+        assert_eq!(merged.exclude, ["charts"]);
+        assert!(merged.inline_ignores);
+        let strict = Settings::merge(
+            Some(file),
+            Flags {
+                no_inline_ignores: true,
+                ..Flags::default()
+            },
+        );
+        assert!(!strict.inline_ignores);
+        assert_eq!(Settings::merge(None, Flags::default()), Settings::default());
+    }
+}
