@@ -1,6 +1,6 @@
 //! Hostile and broken input, as a new user's files might be: each runs the real binary and
 //! must end (a 60 s guard against hangs, not a performance claim) within 500 MB of peak
-//! resident memory (the child's own, from wait4), never panic, exit as cli.md says (a bad
+//! resident memory (the child's own, sampled from /proc), never panic, exit as cli.md says (a bad
 //! document is a finding, exit 1; nothing to lint or a missing or unreadable path, exit 2),
 //! and keep every finding of the real bundle beside the hostile part: the fixture
 //! `role-forbidden-verb/bad-list-watch.yaml`, whose two `role-forbidden-verb` findings must
@@ -45,7 +45,9 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 /// Runs `program args` (the binary, or a wrapper before it), reading both pipes, killing it
-/// after the guard, and taking its peak resident memory from wait4.
+/// after the guard, and sampling its peak resident memory. The child is reaped with waitpid,
+/// after waitid has seen it exit without reaping it.
+#[allow(clippy::zombie_processes)]
 fn spawn(program: &OsStr, args: &[&OsStr], cwd: &Path) -> Run {
     let started = Instant::now();
     let mut child = Command::new(program)

@@ -178,6 +178,14 @@ pub const FAMILIES: &[Family] = &[
         objects: Some(eso_store),
         ..family("eso-store-unscoped")
     },
+    Family {
+        objects: Some(ignore_invalid),
+        ..family("ignore-invalid")
+    },
+    Family {
+        objects: Some(ignore_unused),
+        ..family("ignore-unused")
+    },
     // Decided by `credlint simulate`: small edits of the reference program.
     Family {
         spec: Some(lists_secrets),
@@ -842,4 +850,27 @@ fn eso_store(c: &mut dyn Choices, draft: &mut Draft) {
         store["spec"]["conditions"] = json!([]);
     }
     draft.others.push(store);
+}
+
+const IGNORE: &str = "credlint.io/ignore";
+
+fn ignore_invalid(c: &mut dyn Choices, draft: &mut Draft) {
+    let value = *c.pick(&[
+        "role-wildcard",
+        "no-such-rule: the platform team accepts it",
+        ": no rule named",
+        "role-wildcard:",
+        "ignore-unused: the annotation rules cannot be ignored",
+    ]);
+    annotations(member(c, draft)).insert(IGNORE.into(), json!(value));
+}
+
+fn ignore_unused(c: &mut dyn Choices, draft: &mut Draft) {
+    let rule = *c.pick(&["role-wildcard", "job-ttl", "hook-wave", "bundle-duplicate"]);
+    annotations(member(c, draft)).insert(
+        IGNORE.into(),
+        json!(format!(
+            "{rule}: accepted by the platform team until the next release"
+        )),
+    );
 }
