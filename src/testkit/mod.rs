@@ -5,9 +5,11 @@
 //! Every choice goes through [`Choices`], so the same generator is driven by a seeded
 //! [`Rng`] in the tests and by the fuzzer's bytes in the fuzz targets.
 
+pub mod edit;
 pub mod emit;
 pub mod faults;
 pub mod generate;
+pub mod invariants;
 
 pub use emit::{Layout, render_files};
 pub use faults::{FAMILIES, Family, UNREACHABLE};
