@@ -299,7 +299,7 @@ fn yaml_syntax(c: &mut dyn Choices, case: &mut Case) {
         text.truncate(cut.max(1));
     } else {
         let nl = newline(text);
-        let broken = *c.pick(&["kind: [Role", "metadata: {name: x", "a: b: c"]);
+        let broken = *c.pick(&["kind: [Role", "metadata: {name: x", "a: b: c", "\tkey: 1"]);
         if !text.ends_with('\n') {
             text.push_str(nl);
         }

@@ -28,6 +28,7 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
     let aliases = AliasNames::scan(chunk);
     let mut parser = Parser::new_from_str_with_options(chunk, options);
     let mut builder: Option<Builder<'a, '_>> = None;
+    let mut document_from = base;
     while let Some(next) = parser.next_event() {
         let (event, span) = match next {
             Ok(pair) => pair,
@@ -61,7 +62,17 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
             Event::DocumentStart(..) => builder = Some(Builder::new(span.start(), &aliases)),
             Event::DocumentEnd => {
                 if let Some(b) = builder.take() {
-                    out.push(b.finish(span.end()));
+                    let end = span.end();
+                    // From where the previous document ended: an implicit start is at the
+                    // first token, after the tab that matters.
+                    let from = std::mem::replace(&mut document_from, end.max(b.start));
+                    match misplaced_tab(text, from..end.max(b.start), &b.covered, &b.comments) {
+                        Some(at) => out.push(Parsed::Error(SyntaxError {
+                            span: Span::new(at, at + 1),
+                            message: TAB_MESSAGE.to_string(),
+                        })),
+                        None => out.push(b.finish(end)),
+                    }
                 }
             }
             event => {
@@ -273,6 +284,60 @@ struct Builder<'a, 'n> {
     copied: Cost,
     comments: Vec<Span>,
     duplicates: Vec<DuplicateKey>,
+    /// Where a tab is content or separation that go-yaml v2 accepts: scalars, aliases and flow
+    /// collections.
+    covered: Vec<Span>,
+}
+
+const TAB_MESSAGE: &str = "a tab stands where go-yaml v2, and so kubectl, Helm and Argo CD, \
+                           accept only spaces: to indent, or after `-`, `?` or `:`";
+
+/// The first tab of `range` that go-yaml v2 refuses, though the YAML 1.2 parser accepts it.
+/// go-yaml's scanner skips a tab only inside a flow collection or where no simple key may
+/// start; in block context a key may start at the beginning of a line and after `-`, `?` and
+/// `:`, so a tab there "cannot start any token". Tabs inside scalars, comments and flow
+/// collections (the `covered` spans) are content or separation.
+fn misplaced_tab(
+    text: &str,
+    range: std::ops::Range<usize>,
+    covered: &[Span],
+    comments: &[Span],
+) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let range = range.start.min(bytes.len())..range.end.min(bytes.len());
+    if !bytes[range.clone()].contains(&b'\t') {
+        return None;
+    }
+    let mut spans: Vec<Span> = covered.iter().chain(comments).copied().collect();
+    spans.sort_unstable();
+    // The furthest end among the spans that start at or before each one.
+    let mut reach = Vec::with_capacity(spans.len());
+    let mut furthest = 0;
+    for s in &spans {
+        furthest = furthest.max(s.end());
+        reach.push(furthest);
+    }
+    let inside = |at: usize| {
+        let i = spans.partition_point(|s| s.start() <= at);
+        i > 0 && reach[i - 1] > at
+    };
+    for at in range.clone().filter(|&i| bytes[i] == b'\t') {
+        if inside(at) {
+            continue;
+        }
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let before = text[line_start..at].trim_end_matches([' ', '\t']);
+        let Some(last) = before.chars().next_back() else {
+            return Some(at);
+        };
+        let last_at = line_start + before.len() - last.len_utf8();
+        let marker =
+            (before.starts_with("---") || before.starts_with("...")) && last_at < line_start + 3;
+        if matches!(last, '-' | '?' | ':') && !inside(last_at) && !marker {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// A mapping switches from a linear scan to a hash index at this size.
@@ -318,6 +383,7 @@ impl<'a, 'n> Builder<'a, 'n> {
             copied: Cost::default(),
             comments: Vec::new(),
             duplicates: Vec::new(),
+            covered: Vec::new(),
         }
     }
 
@@ -353,6 +419,7 @@ impl<'a, 'n> Builder<'a, 'n> {
                     style: scalar_style(style),
                     value,
                 };
+                self.covered.push(span);
                 let pending = (anchor != 0).then(|| (anchor, node.clone()));
                 self.complete(node, AnchorMark::default(), merge_marker)?;
                 self.pending_scalar = pending;
@@ -425,9 +492,13 @@ impl<'a, 'n> Builder<'a, 'n> {
                     style,
                     value,
                 };
+                if style == Style::Flow {
+                    self.covered.push(node.span);
+                }
                 self.complete(node, anchor, false)
             }
             Event::Alias(id) => {
+                self.covered.push(span);
                 let node = match self.anchors.get(&id) {
                     None => {
                         return Err(SyntaxError {

@@ -259,3 +259,46 @@ fn json_is_read_too() {
         r#"{"kind":"List","items":[{"a":1.0,"b":null,"c":"yes"}]}"#
     );
 }
+
+#[test]
+fn tabs_go_yaml_refuses_are_errors_where_they_stand() {
+    // go-yaml v2 (kubectl, Helm, Argo CD) skips a tab only in a flow collection or where no
+    // key may start; the YAML 1.2 parser accepted these, so a file kubectl refuses passed.
+    for text in [
+        "\tkey: 1\n",
+        "a: 1\n\tb: 2\n",
+        "key:\tvalue\n",
+        "- \tx\n",
+        "a:\n  -\tx\n",
+        "a: 1\n\t# note\n",
+        "a:\n  b: 1\n\t\n  c: 2\n",
+        "\"a\":\tb\n",
+    ] {
+        let parsed = docs(text);
+        let Some(Parsed::Error(e)) = parsed.first() else {
+            panic!("{text:?} parsed: {parsed:?}")
+        };
+        assert_eq!(&text[e.span.range()], "\t", "{text:?}: {e:?}");
+    }
+    // Where go-yaml skips or keeps them.
+    for text in [
+        "a: [1,\n\t2]\n",
+        "a: {b: 1,\tc: 2}\n",
+        "a: 'x\ty'\n",
+        "a: x\ty\n",
+        "a: |\n  x\ty\n",
+        "a: 1\t# note\n",
+        "a: 1\t\n",
+        "---\t\na: 1\n",
+        "a: &x\tv\nb: *x\t\n",
+        "a: !!str\tv\n",
+        "a: |\t# header\n  x\n",
+        "# a\tcomment\na: 1\n",
+    ] {
+        let parsed = docs(text);
+        assert!(
+            matches!(parsed.first(), Some(Parsed::Document(_))),
+            "{text:?}: {parsed:?}"
+        );
+    }
+}
