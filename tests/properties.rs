@@ -9,7 +9,8 @@
 //!    deny exactly the objects on which `check` reports their rule, on every object generated.
 //!
 //! Cases come from a fixed seed, so a run is repeatable. `CREDLINT_PROP_CASES=N` sets the
-//! number of cases per property (default 100), `CREDLINT_PROP_SEED=S` the seed; a failure
+//! number of cases per property (default 100), `CREDLINT_PROP_SEED=S` the seed,
+//! `CREDLINT_PROP_FAMILY=<rule>` runs one mutation family alone; a failure
 //! prints the seed, the case number and every file of the case.
 
 use credlint::catalog::Catalog;
@@ -134,7 +135,12 @@ fn every_rule_has_a_mutation_family_or_a_reason() {
 
 #[test]
 fn every_mutant_yields_its_rule() {
-    let families: Vec<&testkit::Family> = FAMILIES.iter().filter(|f| !f.simulate).collect();
+    // CREDLINT_PROP_FAMILY=<rule> runs that family alone.
+    let only = std::env::var("CREDLINT_PROP_FAMILY").ok();
+    let families: Vec<&testkit::Family> = FAMILIES
+        .iter()
+        .filter(|f| !f.simulate && only.as_deref().is_none_or(|r| r == f.rule))
+        .collect();
     let n = cases(100).max(families.len());
     let mut produced: BTreeMap<&str, usize> = BTreeMap::new();
     for i in 0..n {

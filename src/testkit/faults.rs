@@ -717,10 +717,11 @@ fn non_stdlib_import(c: &mut dyn Choices, draft: &mut Draft) {
 }
 
 fn forbidden_method(c: &mut dyn Choices, draft: &mut Draft) {
+    // Forms the text shows (a list through a helper that builds the path is for `simulate`).
     let call = *c.pick(&[
         "        api.call(\"PUT\", path, current)\n",
-        "        api.call(\"GET\", collection)\n",
-        "        api.call(\"GET\", collection + \"?watch=true\")\n",
+        "        api.call(\"GET\", \"/api/v1/namespaces/\" + api.namespace + \"/secrets\")\n",
+        "        api.call(\"GET\", path + \"?watch=true\")\n",
     ]);
     edit(
         draft,
