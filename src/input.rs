@@ -84,6 +84,14 @@ fn walk(root: &Path, exclude: &[String], files: &mut Vec<InputFile>, errors: &mu
                 if is_loop(&err) {
                     continue;
                 }
+                // A symlink that leads nowhere (or to itself) under a name credlint would not
+                // read anyway (`README.md -> gone`) is none of its business.
+                if let Some(path) = error_path_buf(&err)
+                    && is_broken_link(&path)
+                    && !has_manifest_extension(&path)
+                {
+                    continue;
+                }
                 errors.push(InputError {
                     path: error_path(&err).unwrap_or_else(|| display_path(root)),
                     message: err.to_string(),
@@ -104,6 +112,19 @@ fn is_loop(err: &ignore::Error) -> bool {
         ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => is_loop(err),
         _ => false,
     }
+}
+
+fn error_path_buf(err: &ignore::Error) -> Option<PathBuf> {
+    match err {
+        ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::WithDepth { err, .. } => error_path_buf(err),
+        _ => None,
+    }
+}
+
+fn is_broken_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+        && std::fs::metadata(path).is_err()
 }
 
 fn error_path(err: &ignore::Error) -> Option<String> {
@@ -157,5 +178,31 @@ pub fn read(file: &InputFile) -> Result<Vec<u8>, String> {
                 .map(|_| buf)
                 .map_err(|e| describe_io(&e))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_that_lead_nowhere_matter_only_under_a_manifest_name() {
+        let dir = std::env::temp_dir().join(format!("credlint-input-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.yaml"), "a: 1\n").unwrap();
+        std::os::unix::fs::symlink("self", dir.join("self")).unwrap();
+        std::os::unix::fs::symlink("gone", dir.join("README.md")).unwrap();
+        let root = dir.to_string_lossy().into_owned();
+        let (files, errors) = collect(std::slice::from_ref(&root), &[]);
+        assert_eq!(files.len(), 1);
+        assert!(errors.is_empty(), "{errors:?}");
+        // A link to nowhere named like a manifest is a path that cannot be read.
+        std::os::unix::fs::symlink("gone.yaml", dir.join("b.yaml")).unwrap();
+        let (files, errors) = collect(&[root], &[]);
+        assert_eq!(files.len(), 1);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].path.ends_with("b.yaml"), "{errors:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

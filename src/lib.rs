@@ -33,4 +33,5 @@ pub mod simulation;
 pub mod source;
 pub mod suggest;
 pub mod suppress;
+pub mod testkit;
 pub mod yaml;

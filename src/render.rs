@@ -83,24 +83,27 @@ impl Spec {
     fn metadata(&self, out: &mut String, name: &str, wave: u8, policy: &str) {
         let _ = write!(
             out,
-            "metadata:\n  name: {name}\n  namespace: {}\n  annotations:\n    \
+            "metadata:\n  name: {}\n  namespace: {}\n  annotations:\n    \
              argocd.argoproj.io/hook: PreSync\n    argocd.argoproj.io/sync-wave: \"{wave}\"\n    \
              argocd.argoproj.io/hook-delete-policy: {policy}\n",
-            self.namespace
+            name_scalar(name),
+            name_scalar(&self.namespace)
         );
     }
 
     /// The five documents, block style, in apply order.
     pub fn render(&self) -> String {
-        let name = format!("{}-credentials", self.owner);
+        let raw_name = format!("{}-credentials", self.owner);
+        let name = name_scalar(&raw_name);
         let mut out = String::new();
         out.push_str("apiVersion: v1\nkind: ServiceAccount\n");
-        self.metadata(&mut out, &name, 0, "BeforeHookCreation");
+        self.metadata(&mut out, &raw_name, 0, "BeforeHookCreation");
 
         out.push_str("---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n");
-        self.metadata(&mut out, &name, 0, "BeforeHookCreation");
+        self.metadata(&mut out, &raw_name, 0, "BeforeHookCreation");
         out.push_str("rules:\n");
-        let secrets: Vec<&str> = self.secrets.iter().map(|(n, _)| n.as_str()).collect();
+        let secrets: Vec<String> = self.secrets.iter().map(|(n, _)| name_scalar(n)).collect();
+        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         let rule = |out: &mut String, group: &str, resource: &str, names: &[&str], verbs: &str| {
             let _ = write!(
                 out,
@@ -120,7 +123,8 @@ impl Spec {
             &secrets,
             "get, delete",
         );
-        let generators: Vec<&str> = self.generators.iter().map(String::as_str).collect();
+        let generators: Vec<String> = self.generators.iter().map(|n| name_scalar(n)).collect();
+        let generators: Vec<&str> = generators.iter().map(String::as_str).collect();
         if !generators.is_empty() {
             rule(
                 &mut out,
@@ -130,22 +134,23 @@ impl Spec {
                 "delete",
             );
         }
-        let pods: Vec<&str> = self.pods.iter().map(String::as_str).collect();
+        let pods: Vec<String> = self.pods.iter().map(|n| name_scalar(n)).collect();
+        let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
         if !pods.is_empty() {
             rule(&mut out, "", "pods", &pods, "get, delete");
         }
 
         out.push_str("---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\n");
-        self.metadata(&mut out, &name, 0, "BeforeHookCreation");
+        self.metadata(&mut out, &raw_name, 0, "BeforeHookCreation");
         let _ = write!(
             out,
             "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: {name}\n\
              subjects:\n  - kind: ServiceAccount\n    name: {name}\n    namespace: {}\n",
-            self.namespace
+            name_scalar(&self.namespace)
         );
 
         out.push_str("---\napiVersion: v1\nkind: ConfigMap\n");
-        self.metadata(&mut out, &name, 0, "BeforeHookCreation");
+        self.metadata(&mut out, &raw_name, 0, "BeforeHookCreation");
         out.push_str("data:\n  plan.json: |\n");
         indent(&mut out, &self.plan_json());
         out.push_str("  create.py: |  # pragma: allowlist secret\n");
@@ -173,6 +178,15 @@ impl Spec {
             self.image
         );
         out
+    }
+}
+
+/// A name as a plain scalar, quoted when YAML would read it as something else (a namespace
+/// `7`, an owner `y`, which go-yaml v2 reads as true).
+fn name_scalar(name: &str) -> String {
+    match crate::yaml::parse(name).first() {
+        Some(crate::yaml::Parsed::Document(d)) if d.root.as_str() == Some(name) => name.to_string(),
+        _ => serde_json::Value::from(name).to_string(),
     }
 }
 

@@ -299,8 +299,26 @@ fn verdict(result: Result<Value, cel::ExecutionError>) -> Verdict {
     match result {
         Ok(Value::Bool(true)) => Verdict::Pass,
         Ok(Value::Bool(false)) => Verdict::Deny,
-        Ok(other) => Verdict::Error(format!("the expression gave {other:?}, not a boolean")),
+        Ok(other) => Verdict::Error(format!(
+            "the expression gave {}, not a boolean",
+            describe(&other)
+        )),
         Err(e) => Verdict::Error(e.to_string()),
+    }
+}
+
+/// A value for a message, the same every run: a map's entries come out of a hash map in no
+/// fixed order, so collections are named by their type and size, not printed.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Map(m) => format!("a map of {} entries", m.map.len()),
+        Value::List(items) => format!("a list of {} items", items.len()),
+        Value::String(s) => format!("the string {:?}", s.as_str()),
+        Value::Int(i) => format!("the int {i}"),
+        Value::UInt(u) => format!("the uint {u}"),
+        Value::Float(f) => format!("the double {f}"),
+        Value::Null => "null".to_string(),
+        other => format!("{other:?}"),
     }
 }
 
@@ -338,7 +356,10 @@ impl Activation<'_> {
     pub fn string(&self, program: &Program) -> Result<String, String> {
         match program.inner.execute(&self.ctx) {
             Ok(Value::String(s)) => Ok(s.to_string()),
-            Ok(other) => Err(format!("the expression gave {other:?}, not a string")),
+            Ok(other) => Err(format!(
+                "the expression gave {}, not a string",
+                describe(&other)
+            )),
             Err(e) => Err(e.to_string()),
         }
     }

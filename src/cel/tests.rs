@@ -189,3 +189,25 @@ fn parsers_agree() {
     }
     assert!(texts.len() > 60, "{}", texts.len());
 }
+
+#[test]
+fn a_result_that_is_not_a_boolean_is_described_the_same_every_time() {
+    // A map's entries come out of a hash map: printing them gave a message that changed from
+    // run to run, and so did the report of `check --policy`.
+    let object = "spec: {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8}\n";
+    let messages: std::collections::BTreeSet<String> = (0..20)
+        .map(|_| match run(object, &[], "object.spec").0 {
+            Verdict::Error(e) => e,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        messages.into_iter().collect::<Vec<_>>(),
+        vec!["the expression gave a map of 8 entries, not a boolean".to_string()]
+    );
+    let (verdict, _) = run(object, &[], "[object.spec, 1]");
+    assert_eq!(
+        verdict,
+        Verdict::Error("the expression gave a list of 2 items, not a boolean".into())
+    );
+}

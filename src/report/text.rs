@@ -52,7 +52,7 @@ impl IndexedSource {
         while !self.text.is_char_boundary(to) {
             to += 1;
         }
-        let column = self.text[line_start..from].chars().count();
+        let column = self.lines.chars_between(&self.text, line_start, from);
         Box::new(MietteSpanContents::new_named(
             self.name.clone(),
             &self.text.as_bytes()[from..to],

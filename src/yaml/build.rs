@@ -1,9 +1,16 @@
 //! Events to trees: one document at a time, without recursion, with aliases expanded under a
 //! budget, merge keys applied as go-yaml v2 applies them, and duplicate keys recorded.
+//!
+//! An anchored node is copied when it is complete, so that its aliases can be expanded later.
+//! Only anchors whose name some `*name` in the text may refer to are copied, and each copy is
+//! bounded by what its aliases could still expand to: anchors nested 150 deep around a million
+//! nodes, none of them aliased, cost nothing, instead of 150 copies of the million.
 
 use super::node::{Entry, Node, Span, Style, Value};
 use super::resolve::{self, CoreTag};
-use super::{Document, DuplicateKey, MAX_ALIAS_NODES, MAX_NESTING, Parsed, SyntaxError};
+use super::{
+    Document, DuplicateKey, MAX_ALIAS_BYTES, MAX_ALIAS_NODES, MAX_NESTING, Parsed, SyntaxError,
+};
 use granit_parser::{Event, Options, Parser, ScalarStyle, StructureStyle};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -16,8 +23,12 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
     let mut options = Options::default();
     options.block_nesting_limit = MAX_NESTING;
     options.flow_nesting_limit = MAX_NESTING;
+    // Anchor names, to copy only the anchored nodes that an alias may refer to.
+    options.emit_anchor_events = true;
+    let aliases = AliasNames::scan(chunk);
     let mut parser = Parser::new_from_str_with_options(chunk, options);
-    let mut builder: Option<Builder<'a>> = None;
+    let mut builder: Option<Builder<'a, '_>> = None;
+    let mut document_from = base;
     while let Some(next) = parser.next_event() {
         let (event, span) = match next {
             Ok(pair) => pair,
@@ -48,10 +59,20 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
         let span = Span::new(base + range.start, base + range.end);
         match event {
             Event::StreamStart | Event::StreamEnd => {}
-            Event::DocumentStart(..) => builder = Some(Builder::new(span.start())),
+            Event::DocumentStart(..) => builder = Some(Builder::new(span.start(), &aliases)),
             Event::DocumentEnd => {
                 if let Some(b) = builder.take() {
-                    out.push(b.finish(span.end()));
+                    let end = span.end();
+                    // From where the previous document ended: an implicit start is at the
+                    // first token, after the tab that matters.
+                    let from = std::mem::replace(&mut document_from, end.max(b.start));
+                    match misplaced_tab(text, from..end.max(b.start), &b.covered, &b.comments) {
+                        Some(at) => out.push(Parsed::Error(SyntaxError {
+                            span: Span::new(at, at + 1),
+                            message: TAB_MESSAGE.to_string(),
+                        })),
+                        None => out.push(b.finish(end)),
+                    }
                 }
             }
             event => {
@@ -105,17 +126,136 @@ fn char_len_at(text: &str, at: usize) -> usize {
         .map_or(0, char::len_utf8)
 }
 
+/// The names written after a `*` anywhere in a chunk, sorted: a superset of the names its
+/// aliases use (a `*` in a quoted string counts too, which only costs a copy).
+struct AliasNames<'t> {
+    sorted: Vec<&'t str>,
+}
+
+impl<'t> AliasNames<'t> {
+    fn scan(text: &'t str) -> Self {
+        let mut sorted: Vec<&str> = Vec::new();
+        let bytes = text.as_bytes();
+        let mut from = 0;
+        while let Some(i) = bytes[from..].iter().position(|&b| b == b'*') {
+            let start = from + i + 1;
+            let len = bytes[start..]
+                .iter()
+                .position(|b| b" \t\r\n,[]{}".contains(b))
+                .unwrap_or(bytes.len() - start);
+            // The parser ends a name at one of these bytes at the latest, so the name it reads
+            // is a prefix of this one (the bytes are ASCII: the slice stays on characters).
+            if len > 0 {
+                sorted.push(&text[start..start + len]);
+            }
+            from = start + len;
+        }
+        sorted.sort_unstable();
+        sorted.dedup();
+        AliasNames { sorted }
+    }
+
+    /// Whether an alias may refer to the anchor `name`: some scanned name starts with it.
+    fn may_refer_to(&self, name: &str) -> bool {
+        let i = self.sorted.partition_point(|t| *t < name);
+        self.sorted.get(i).is_some_and(|t| t.starts_with(name))
+    }
+}
+
+/// Nodes and bytes of text (keys and string values) of a subtree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Cost {
+    nodes: usize,
+    bytes: usize,
+}
+
+impl Cost {
+    const ALIASES: Cost = Cost {
+        nodes: MAX_ALIAS_NODES,
+        bytes: MAX_ALIAS_BYTES,
+    };
+
+    fn add(self, other: Cost) -> Cost {
+        Cost {
+            nodes: self.nodes + other.nodes,
+            bytes: self.bytes + other.bytes,
+        }
+    }
+
+    fn exceeds(self, limit: Cost) -> bool {
+        self.nodes > limit.nodes || self.bytes > limit.bytes
+    }
+
+    fn left_of(limit: Cost, used: Cost) -> Cost {
+        Cost {
+            nodes: limit.nodes.saturating_sub(used.nodes),
+            bytes: limit.bytes.saturating_sub(used.bytes),
+        }
+    }
+
+    /// The cost of `node`, or `None` as soon as it is known to exceed `limit`: the walk stops
+    /// there, so a bounded caller pays at most `limit` for a huge subtree.
+    fn of(node: &Node, limit: Cost) -> Option<Cost> {
+        let mut total = Cost::default();
+        let mut pending = vec![node];
+        while let Some(n) = pending.pop() {
+            total.nodes += 1;
+            match &n.value {
+                Value::Str(s) => total.bytes += s.len(),
+                Value::Seq(items) => {
+                    if total.nodes + pending.len() + items.len() > limit.nodes {
+                        return None;
+                    }
+                    pending.extend(items);
+                }
+                Value::Map(entries) => {
+                    if total.nodes + pending.len() + 2 * entries.len() > limit.nodes {
+                        return None;
+                    }
+                    for e in entries {
+                        total.nodes += 1;
+                        total.bytes += e.key.len();
+                        pending.push(&e.value);
+                    }
+                }
+                _ => {}
+            }
+            if total.exceeds(limit) {
+                return None;
+            }
+        }
+        Some(total)
+    }
+}
+
+/// What an anchor left for its aliases.
+enum Anchored<'a> {
+    Copy(Node<'a>, Cost),
+    /// Larger than its aliases could still expand to: an alias of it is an alias bomb.
+    TooLarge,
+}
+
+/// How a node being completed was anchored.
+#[derive(Clone, Copy, Default)]
+struct AnchorMark {
+    id: usize,
+    /// Some alias may refer to it.
+    referenced: bool,
+    /// It holds an anchored node that was too large to copy, so it is too.
+    too_large: bool,
+}
+
 enum Frame<'a> {
     Seq {
         start: usize,
         style: Style,
-        anchor: usize,
+        anchor: AnchorMark,
         items: Vec<Node<'a>>,
     },
     Map {
         start: usize,
         style: Style,
-        anchor: usize,
+        anchor: AnchorMark,
         entries: Vec<Entry<'a>>,
         /// Whether each entry was written in this mapping (true) or merged in (false).
         explicit: Vec<bool>,
@@ -130,29 +270,120 @@ enum PendingKey<'a> {
     Key(Cow<'a, str>, Span),
 }
 
-struct Builder<'a> {
+struct Builder<'a, 'n> {
     start: usize,
     stack: Vec<Frame<'a>>,
     root: Option<Node<'a>>,
-    anchors: HashMap<usize, (Node<'a>, usize)>,
-    cloned: usize,
+    aliases: &'n AliasNames<'a>,
+    anchors: HashMap<usize, Anchored<'a>>,
+    /// An anchored scalar, until its name (the next event) says whether to keep a copy.
+    pending_scalar: Option<(usize, Node<'a>)>,
+    /// What the aliases expanded so far added to the document.
+    expanded: Cost,
+    /// What the copies of anchored nodes hold.
+    copied: Cost,
     comments: Vec<Span>,
     duplicates: Vec<DuplicateKey>,
+    /// Where a tab is content or separation that go-yaml v2 accepts: scalars, aliases and flow
+    /// collections.
+    covered: Vec<Span>,
+}
+
+const TAB_MESSAGE: &str = "a tab stands where go-yaml v2, and so kubectl, Helm and Argo CD, \
+                           accept only spaces: to indent, or after `-`, `?` or `:`";
+
+/// The first tab of `range` that go-yaml v2 refuses, though the YAML 1.2 parser accepts it.
+/// go-yaml's scanner skips a tab only inside a flow collection or where no simple key may
+/// start; in block context a key may start at the beginning of a line and after `-`, `?` and
+/// `:`, so a tab there "cannot start any token". Tabs inside scalars, comments and flow
+/// collections (the `covered` spans) are content or separation.
+fn misplaced_tab(
+    text: &str,
+    range: std::ops::Range<usize>,
+    covered: &[Span],
+    comments: &[Span],
+) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let range = range.start.min(bytes.len())..range.end.min(bytes.len());
+    if !bytes[range.clone()].contains(&b'\t') {
+        return None;
+    }
+    let mut spans: Vec<Span> = covered.iter().chain(comments).copied().collect();
+    spans.sort_unstable();
+    // The furthest end among the spans that start at or before each one.
+    let mut reach = Vec::with_capacity(spans.len());
+    let mut furthest = 0;
+    for s in &spans {
+        furthest = furthest.max(s.end());
+        reach.push(furthest);
+    }
+    let inside = |at: usize| {
+        let i = spans.partition_point(|s| s.start() <= at);
+        i > 0 && reach[i - 1] > at
+    };
+    for at in range.clone().filter(|&i| bytes[i] == b'\t') {
+        if inside(at) {
+            continue;
+        }
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let before = text[line_start..at].trim_end_matches([' ', '\t']);
+        let Some(last) = before.chars().next_back() else {
+            return Some(at);
+        };
+        let last_at = line_start + before.len() - last.len_utf8();
+        let marker =
+            (before.starts_with("---") || before.starts_with("...")) && last_at < line_start + 3;
+        if matches!(last, '-' | '?' | ':') && !inside(last_at) && !marker {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// A mapping switches from a linear scan to a hash index at this size.
 const INDEX_FROM: usize = 16;
 
-impl<'a> Builder<'a> {
-    fn new(start: usize) -> Self {
+/// What the copies of anchored nodes may hold in one document. Each copied anchor is expanded
+/// at least once, so a document whose copies exceed this expands past [`Cost::ALIASES`] too;
+/// the margin covers names a `*` in a quoted string matches.
+const COPIES: Cost = Cost {
+    nodes: 4 * MAX_ALIAS_NODES,
+    bytes: 4 * MAX_ALIAS_BYTES,
+};
+
+impl Frame<'_> {
+    fn anchor_mut(&mut self) -> &mut AnchorMark {
+        match self {
+            Frame::Seq { anchor, .. } | Frame::Map { anchor, .. } => anchor,
+        }
+    }
+}
+
+fn alias_bomb(span: Span) -> SyntaxError {
+    SyntaxError {
+        span,
+        message: format!(
+            "aliases expand to more than {MAX_ALIAS_NODES} nodes or {} MiB of text in this \
+             document (an alias bomb?)",
+            MAX_ALIAS_BYTES >> 20
+        ),
+    }
+}
+
+impl<'a, 'n> Builder<'a, 'n> {
+    fn new(start: usize, aliases: &'n AliasNames<'a>) -> Self {
         Builder {
             start,
             stack: Vec::new(),
             root: None,
+            aliases,
             anchors: HashMap::new(),
-            cloned: 0,
+            pending_scalar: None,
+            expanded: Cost::default(),
+            copied: Cost::default(),
             comments: Vec::new(),
             duplicates: Vec::new(),
+            covered: Vec::new(),
         }
     }
 
@@ -171,6 +402,10 @@ impl<'a> Builder<'a> {
     }
 
     fn event(&mut self, event: Event<'a>, span: Span) -> Result<(), SyntaxError> {
+        if !matches!(event, Event::Anchor(..)) {
+            // The name of an anchored scalar follows it at once, or never.
+            self.pending_scalar = None;
+        }
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 let core = tag.as_ref().map(|t| CoreTag::from_suffix(t.core_suffix()));
@@ -184,13 +419,38 @@ impl<'a> Builder<'a> {
                     style: scalar_style(style),
                     value,
                 };
-                self.complete(node, anchor, merge_marker)
+                self.covered.push(span);
+                let pending = (anchor != 0).then(|| (anchor, node.clone()));
+                self.complete(node, AnchorMark::default(), merge_marker)?;
+                self.pending_scalar = pending;
+                Ok(())
+            }
+            Event::Anchor(id, name) => {
+                let referenced = self.aliases.may_refer_to(&name);
+                if let Some((pending, node)) = self.pending_scalar.take()
+                    && pending == id
+                {
+                    if referenced {
+                        let too_large = self.keep_copy(id, &node);
+                        if too_large && let Some(parent) = self.stack.last_mut() {
+                            parent.anchor_mut().too_large = true;
+                        }
+                    }
+                } else if let Some(frame) = self.stack.last_mut()
+                    && frame.anchor_mut().id == id
+                {
+                    frame.anchor_mut().referenced = referenced;
+                }
+                Ok(())
             }
             Event::SequenceStart(style, anchor, _) => {
                 self.stack.push(Frame::Seq {
                     start: span.start(),
                     style: structure_style(style),
-                    anchor,
+                    anchor: AnchorMark {
+                        id: anchor,
+                        ..AnchorMark::default()
+                    },
                     items: Vec::new(),
                 });
                 Ok(())
@@ -199,7 +459,10 @@ impl<'a> Builder<'a> {
                 self.stack.push(Frame::Map {
                     start: span.start(),
                     style: structure_style(style),
-                    anchor,
+                    anchor: AnchorMark {
+                        id: anchor,
+                        ..AnchorMark::default()
+                    },
                     entries: Vec::new(),
                     explicit: Vec::new(),
                     index: None,
@@ -229,27 +492,30 @@ impl<'a> Builder<'a> {
                     style,
                     value,
                 };
+                if style == Style::Flow {
+                    self.covered.push(node.span);
+                }
                 self.complete(node, anchor, false)
             }
             Event::Alias(id) => {
-                let Some((node, size)) = self.anchors.get(&id) else {
-                    return Err(SyntaxError {
-                        span,
-                        message: "alias refers to a node that contains it".into(),
-                    });
+                self.covered.push(span);
+                let node = match self.anchors.get(&id) {
+                    None => {
+                        return Err(SyntaxError {
+                            span,
+                            message: "alias refers to a node that contains it".into(),
+                        });
+                    }
+                    Some(Anchored::TooLarge) => return Err(alias_bomb(span)),
+                    Some(Anchored::Copy(node, cost)) => {
+                        self.expanded = self.expanded.add(*cost);
+                        if self.expanded.exceeds(Cost::ALIASES) {
+                            return Err(alias_bomb(span));
+                        }
+                        node.clone()
+                    }
                 };
-                self.cloned += size;
-                if self.cloned > MAX_ALIAS_NODES {
-                    return Err(SyntaxError {
-                        span,
-                        message: format!(
-                            "aliases expand to more than {MAX_ALIAS_NODES} nodes in this document \
-                             (an alias bomb?)"
-                        ),
-                    });
-                }
-                let node = node.clone();
-                self.complete(node, 0, false)
+                self.complete(node, AnchorMark::default(), false)
             }
             Event::UnresolvedAlias(name) => Err(SyntaxError {
                 span,
@@ -264,16 +530,47 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Keeps a copy of an anchored node for its aliases, within what they could still expand
+    /// to and what copies may hold. Returns whether the node was too large.
+    fn keep_copy(&mut self, id: usize, node: &Node<'a>) -> bool {
+        let limit = Cost {
+            nodes: Cost::left_of(Cost::ALIASES, self.expanded)
+                .nodes
+                .min(Cost::left_of(COPIES, self.copied).nodes),
+            bytes: Cost::left_of(Cost::ALIASES, self.expanded)
+                .bytes
+                .min(Cost::left_of(COPIES, self.copied).bytes),
+        };
+        match Cost::of(node, limit) {
+            Some(cost) => {
+                self.copied = self.copied.add(cost);
+                self.anchors.insert(id, Anchored::Copy(node.clone(), cost));
+                false
+            }
+            None => {
+                self.anchors.insert(id, Anchored::TooLarge);
+                true
+            }
+        }
+    }
+
     /// A node is finished: remember it under its anchor and hand it to its parent.
     fn complete(
         &mut self,
         node: Node<'a>,
-        anchor: usize,
+        anchor: AnchorMark,
         merge_marker: bool,
     ) -> Result<(), SyntaxError> {
-        if anchor != 0 {
-            let size = node.size();
-            self.anchors.insert(anchor, (node.clone(), size));
+        let mut too_large = anchor.too_large;
+        if anchor.id != 0 && anchor.referenced {
+            if too_large {
+                self.anchors.insert(anchor.id, Anchored::TooLarge);
+            } else {
+                too_large = self.keep_copy(anchor.id, &node);
+            }
+        }
+        if too_large && let Some(parent) = self.stack.last_mut() {
+            parent.anchor_mut().too_large = true;
         }
         match self.stack.last_mut() {
             None => {

@@ -14,6 +14,9 @@ pub use node::{Entry, Node, Span, Style, Value};
 pub const MAX_NESTING: usize = 200;
 /// Nodes that aliases may add to one document by expansion.
 pub const MAX_ALIAS_NODES: usize = 100_000;
+/// Bytes of text (keys and string values) that aliases may add to one document by expansion:
+/// every later step copies strings, so one long string aliased 100,000 times is a bomb too.
+pub const MAX_ALIAS_BYTES: usize = 16 << 20;
 
 /// One YAML document of a file.
 #[derive(Debug)]

@@ -148,6 +148,64 @@ fn alias_bombs_are_stopped() {
 }
 
 #[test]
+fn a_long_string_aliased_many_times_is_a_bomb_too() {
+    // 100 KiB of text, aliased 1,000 times: 100 MiB from a 103 KiB file.
+    let text = format!(
+        "a: &s \"{}\\n\"\nb: [{}]\n",
+        "y".repeat(100 << 10),
+        vec!["*s"; 1000].join(", ")
+    );
+    let Parsed::Error(e) = &docs(&text)[0] else {
+        panic!("the string was copied 1,000 times")
+    };
+    assert!(e.message.contains("MiB of text"), "{e:?}");
+    // A few copies are fine.
+    let text = format!("a: &s {}\nb: [*s, *s]\n", "y".repeat(100 << 10));
+    let d = only_doc(&text);
+    assert_eq!(d.root.get("b").unwrap().as_seq().unwrap().len(), 2);
+}
+
+#[test]
+fn anchors_that_no_alias_names_are_not_copied_however_deep() {
+    // 150 nested anchors around 200,000 items: copying each would be 30 million nodes.
+    let depth = 150;
+    let mut text = String::from("big: ");
+    for i in 0..depth {
+        text.push_str(&format!("&n{i} ["));
+    }
+    text.push_str(&vec!["1"; 200_000].join(","));
+    text.push_str(&"]".repeat(depth));
+    text.push_str("\nmeta: &m {name: x}\ncopy: *m\n");
+    let started = std::time::Instant::now();
+    let d = only_doc(&text);
+    assert_eq!(json(d.root.get("copy").unwrap()), r#"{"name":"x"}"#);
+    // A hang guard, not a benchmark: copying every level takes tens of seconds.
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    // Aliasing the big one is refused: it is larger than aliases may add.
+    let aliased = format!("{text}again: *n3\n");
+    let Parsed::Error(e) = &docs(&aliased)[0] else {
+        panic!("200,000 nodes were aliased")
+    };
+    assert!(e.message.contains("aliases expand"), "{e:?}");
+}
+
+#[test]
+fn alias_names_are_found_wherever_the_alias_stands() {
+    let d = only_doc(
+        "k: &k key\nv: &v {a: 1}\ns: &s [1]\nm: {*k : 1, x: *v}\nl: [*s,*v]\nb:\n  - *s\n",
+    );
+    assert_eq!(
+        json(&d.root),
+        r#"{"k":"key","v":{"a":1},"s":[1],"m":{"key":1,"x":{"a":1}},"l":[[1],{"a":1}],"b":[[1]]}"#
+    );
+    // An alias of a node that is not complete yet is still an error, with its own message.
+    let Parsed::Error(e) = &docs("a: &a [1, *a]\n")[0] else {
+        panic!("a recursive alias was accepted")
+    };
+    assert!(e.message.contains("contains it"), "{e:?}");
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     assert!(matches!(docs(&text)[0], Parsed::Error(_)));
@@ -200,4 +258,47 @@ fn json_is_read_too() {
         json(&d.root),
         r#"{"kind":"List","items":[{"a":1.0,"b":null,"c":"yes"}]}"#
     );
+}
+
+#[test]
+fn tabs_go_yaml_refuses_are_errors_where_they_stand() {
+    // go-yaml v2 (kubectl, Helm, Argo CD) skips a tab only in a flow collection or where no
+    // key may start; the YAML 1.2 parser accepted these, so a file kubectl refuses passed.
+    for text in [
+        "\tkey: 1\n",
+        "a: 1\n\tb: 2\n",
+        "key:\tvalue\n",
+        "- \tx\n",
+        "a:\n  -\tx\n",
+        "a: 1\n\t# note\n",
+        "a:\n  b: 1\n\t\n  c: 2\n",
+        "\"a\":\tb\n",
+    ] {
+        let parsed = docs(text);
+        let Some(Parsed::Error(e)) = parsed.first() else {
+            panic!("{text:?} parsed: {parsed:?}")
+        };
+        assert_eq!(&text[e.span.range()], "\t", "{text:?}: {e:?}");
+    }
+    // Where go-yaml skips or keeps them.
+    for text in [
+        "a: [1,\n\t2]\n",
+        "a: {b: 1,\tc: 2}\n",
+        "a: 'x\ty'\n",
+        "a: x\ty\n",
+        "a: |\n  x\ty\n",
+        "a: 1\t# note\n",
+        "a: 1\t\n",
+        "---\t\na: 1\n",
+        "a: &x\tv\nb: *x\t\n",
+        "a: !!str\tv\n",
+        "a: |\t# header\n  x\n",
+        "# a\tcomment\na: 1\n",
+    ] {
+        let parsed = docs(text);
+        assert!(
+            matches!(parsed.first(), Some(Parsed::Document(_))),
+            "{text:?}: {parsed:?}"
+        );
+    }
 }

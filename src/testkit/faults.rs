@@ -1,0 +1,877 @@
+//! Single-fault mutations, one family per rule of the catalog: each takes a valid draft and
+//! breaks exactly what its rule is about (the fault may, by its nature, break a neighbour too:
+//! a Role rule without resourceNames is also a schema problem when the key is misspelt).
+
+use super::emit::{Layout, Script};
+use super::generate::{Draft, pinned_image};
+use super::{Case, Choices};
+use serde_json::{Value, json};
+
+pub type SpecFault = fn(&mut dyn Choices, &mut Draft);
+pub type ObjectFault = fn(&mut dyn Choices, &mut Draft);
+pub type LayoutFault = fn(&mut dyn Choices, &Draft, &mut Layout);
+pub type TextFault = fn(&mut dyn Choices, &mut Case);
+
+/// How to make a mutant of one rule. The steps run in order: the spec (then the objects are
+/// rendered again), the objects, the layout, the text.
+pub struct Family {
+    pub rule: &'static str,
+    pub spec: Option<SpecFault>,
+    pub objects: Option<ObjectFault>,
+    pub layout: Option<LayoutFault>,
+    pub text: Option<TextFault>,
+    /// Decided by `credlint simulate` (running the program), not by `check`.
+    pub simulate: bool,
+}
+
+const fn family(rule: &'static str) -> Family {
+    Family {
+        rule,
+        spec: None,
+        objects: None,
+        layout: None,
+        text: None,
+        simulate: false,
+    }
+}
+
+/// Rules no mutation of a bundle can produce, and why.
+pub const UNREACHABLE: &[(&str, &str)] = &[(
+    "policy-unsupported",
+    "it is about a Kyverno policy file given with `check --policy`, not about a manifest",
+)];
+
+pub const FAMILIES: &[Family] = &[
+    Family {
+        text: Some(yaml_syntax),
+        ..family("yaml-syntax")
+    },
+    Family {
+        layout: Some(duplicate_key),
+        ..family("yaml-duplicate-key")
+    },
+    Family {
+        objects: Some(schema),
+        ..family("schema")
+    },
+    Family {
+        objects: Some(drop_member),
+        ..family("bundle-incomplete")
+    },
+    Family {
+        objects: Some(duplicate_member),
+        ..family("bundle-duplicate")
+    },
+    Family {
+        objects: Some(plan_invalid),
+        ..family("plan-invalid")
+    },
+    Family {
+        objects: Some(role_plan_mismatch),
+        ..family("role-plan-mismatch")
+    },
+    Family {
+        objects: Some(rolebinding_wiring),
+        ..family("rolebinding-wiring")
+    },
+    Family {
+        objects: Some(job_wiring),
+        ..family("job-wiring")
+    },
+    Family {
+        objects: Some(job_name_hash),
+        ..family("job-name-hash")
+    },
+    Family {
+        objects: Some(forbidden_verb),
+        ..family("role-forbidden-verb")
+    },
+    Family {
+        objects: Some(wildcard),
+        ..family("role-wildcard")
+    },
+    Family {
+        objects: Some(unnamed_rule),
+        ..family("role-unnamed-rule")
+    },
+    Family {
+        objects: Some(create_named),
+        ..family("role-create-named")
+    },
+    Family {
+        objects: Some(unexpected_rule),
+        ..family("role-unexpected-rule")
+    },
+    Family {
+        objects: Some(hook_missing),
+        ..family("hook-missing")
+    },
+    Family {
+        objects: Some(hook_wave),
+        ..family("hook-wave")
+    },
+    Family {
+        objects: Some(hook_delete_policy),
+        ..family("hook-delete-policy")
+    },
+    Family {
+        objects: Some(run_as_root),
+        ..family("job-run-as-non-root")
+    },
+    Family {
+        objects: Some(writable_root),
+        ..family("job-read-only-root-fs")
+    },
+    Family {
+        objects: Some(capabilities),
+        ..family("job-drop-all-capabilities")
+    },
+    Family {
+        objects: Some(privilege_escalation),
+        ..family("job-privilege-escalation")
+    },
+    Family {
+        objects: Some(seccomp),
+        ..family("job-seccomp")
+    },
+    Family {
+        objects: Some(host_access),
+        ..family("job-host-access")
+    },
+    Family {
+        spec: Some(image_not_pinned),
+        ..family("job-image-pinned")
+    },
+    Family {
+        objects: Some(no_ttl),
+        ..family("job-ttl")
+    },
+    Family {
+        text: Some(pragma_misplaced),
+        ..family("pragma-misplaced")
+    },
+    Family {
+        layout: Some(pragma_missing),
+        ..family("pragma-missing")
+    },
+    Family {
+        layout: Some(script_not_literal),
+        ..family("script-not-literal")
+    },
+    Family {
+        spec: Some(python2),
+        ..family("runtime-syntax")
+    },
+    Family {
+        spec: Some(non_stdlib_import),
+        ..family("runtime-non-stdlib-import")
+    },
+    Family {
+        spec: Some(forbidden_method),
+        ..family("runtime-forbidden-method")
+    },
+    Family {
+        objects: Some(eso_generator),
+        ..family("eso-generated-credential")
+    },
+    Family {
+        objects: Some(eso_store),
+        ..family("eso-store-unscoped")
+    },
+    Family {
+        objects: Some(ignore_invalid),
+        ..family("ignore-invalid")
+    },
+    Family {
+        objects: Some(ignore_unused),
+        ..family("ignore-unused")
+    },
+    // Decided by `credlint simulate`: small edits of the reference program.
+    Family {
+        spec: Some(lists_secrets),
+        simulate: true,
+        ..family("runtime-unauthorized-request")
+    },
+    Family {
+        spec: Some(background_delete),
+        simulate: true,
+        ..family("runtime-value-rewritten")
+    },
+    Family {
+        spec: Some(foreign_write),
+        simulate: true,
+        ..family("runtime-foreign-write")
+    },
+    Family {
+        spec: Some(adopts_remote),
+        simulate: true,
+        ..family("runtime-adopts-foreign")
+    },
+    Family {
+        spec: Some(crashes),
+        simulate: true,
+        ..family("runtime-failed")
+    },
+    Family {
+        spec: Some(writes_unchanged),
+        simulate: true,
+        ..family("runtime-needless-write")
+    },
+    Family {
+        spec: Some(restarts_correct_server),
+        simulate: true,
+        ..family("runtime-restarts-server")
+    },
+    Family {
+        spec: Some(does_nothing),
+        simulate: true,
+        ..family("runtime-incomplete")
+    },
+];
+
+const MEMBERS: &[&str] = &["ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Job"];
+
+fn member<'d>(c: &mut dyn Choices, draft: &'d mut Draft) -> &'d mut Value {
+    let kind = *c.pick(MEMBERS);
+    draft.object_mut(kind).expect("a valid draft has all five")
+}
+
+fn job(draft: &mut Draft) -> &mut Value {
+    draft.object_mut("Job").expect("a valid draft has a Job")
+}
+
+fn container(draft: &mut Draft) -> &mut Value {
+    &mut job(draft)["spec"]["template"]["spec"]["containers"][0]
+}
+
+fn pod(draft: &mut Draft) -> &mut Value {
+    &mut job(draft)["spec"]["template"]["spec"]
+}
+
+fn rules(draft: &mut Draft) -> &mut Vec<Value> {
+    draft
+        .object_mut("Role")
+        .and_then(|r| r["rules"].as_array_mut())
+        .expect("a valid draft has a Role with rules")
+}
+
+/// A Role rule with resourceNames.
+fn named_rule<'d>(c: &mut dyn Choices, draft: &'d mut Draft) -> &'d mut Value {
+    let rules = rules(draft);
+    let named: Vec<usize> = (0..rules.len())
+        .filter(|&i| rules[i].get("resourceNames").is_some())
+        .collect();
+    let i = *c.pick(&named);
+    &mut rules[i]
+}
+
+fn create_rule(draft: &mut Draft) -> &mut Value {
+    rules(draft)
+        .iter_mut()
+        .find(|r| r["verbs"] == json!(["create"]))
+        .expect("a valid Role has the create rule")
+}
+
+fn annotations(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
+    if !obj["metadata"]["annotations"].is_object() {
+        obj["metadata"]["annotations"] = json!({});
+    }
+    obj["metadata"]["annotations"]
+        .as_object_mut()
+        .expect("just made a mapping")
+}
+
+fn newline(text: &str) -> &'static str {
+    if text.contains("\r\n") { "\r\n" } else { "\n" }
+}
+
+fn yaml_syntax(c: &mut dyn Choices, case: &mut Case) {
+    let i = c.below(case.files.len());
+    let (path, text) = &mut case.files[i];
+    if path.ends_with(".json") && c.chance(2) {
+        // A JSON file cut short.
+        let end = text.rfind('}').unwrap_or(1).max(1);
+        let cut = c.between(1, end);
+        let mut cut = cut.min(end);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut.max(1));
+    } else {
+        let nl = newline(text);
+        let broken = *c.pick(&["kind: [Role", "metadata: {name: x", "a: b: c", "\tkey: 1"]);
+        if !text.ends_with('\n') {
+            text.push_str(nl);
+        }
+        text.push_str(&format!("---{nl}{broken}{nl}"));
+    }
+}
+
+fn duplicate_key(c: &mut dyn Choices, draft: &Draft, layout: &mut Layout) {
+    let i = c.below(draft.bundle.objects.len());
+    if let Some(o) = layout.object_mut(i) {
+        o.duplicate_first_key = true;
+    }
+}
+
+fn schema(c: &mut dyn Choices, draft: &mut Draft) {
+    match c.below(4) {
+        0 => {
+            let rule = named_rule(c, draft);
+            let names = rule
+                .as_object_mut()
+                .and_then(|r| r.remove("resourceNames"))
+                .unwrap_or_default();
+            rule["resourceName"] = names;
+        }
+        1 => container(draft)["securityContext"]["readOnlyRootFilesystem"] = json!("true"),
+        2 => job(draft)["spec"]["ttlSecondsAfterFinished"] = json!("3600"),
+        _ => {
+            let obj = member(c, draft);
+            annotations(obj).insert("credentials.example/revision".into(), json!(7));
+        }
+    }
+}
+
+fn drop_member(c: &mut dyn Choices, draft: &mut Draft) {
+    let kind = *c.pick(MEMBERS);
+    draft.bundle.objects.retain(|o| o["kind"] != kind);
+}
+
+fn duplicate_member(c: &mut dyn Choices, draft: &mut Draft) {
+    let copy = member(c, draft).clone();
+    let mut copy = copy;
+    if copy["kind"] == "Job" {
+        // A second Job of the owner, for another run of the program.
+        let name = copy["metadata"]["name"].as_str().unwrap_or_default();
+        let head = &name[..name.len().saturating_sub(8)];
+        copy["metadata"]["name"] = Value::from(format!("{head}00000000"));
+    }
+    draft.bundle.objects.push(copy);
+}
+
+fn plan_invalid(c: &mut dyn Choices, draft: &mut Draft) {
+    let kind = draft.bundle.spec.kind.clone();
+    let owner = draft.bundle.spec.owner.clone();
+    let cm = draft.object_mut("ConfigMap").expect("a ConfigMap");
+    let plan_text = cm["data"]["plan.json"].as_str().unwrap_or_default();
+    let mut plan: Value = serde_json::from_str(plan_text).unwrap_or_default();
+    let text = match c.below(5) {
+        0 => format!("{}\n", &plan_text[..plan_text.len() / 2]),
+        1 => {
+            plan["kind"] = json!("database");
+            format!(
+                "{}\n",
+                serde_json::to_string_pretty(&plan).unwrap_or_default()
+            )
+        }
+        2 => {
+            plan["owner"] = json!(format!("{owner}x"));
+            format!(
+                "{}\n",
+                serde_json::to_string_pretty(&plan).unwrap_or_default()
+            )
+        }
+        3 if kind == "bucket" || kind == "component" => {
+            plan["serverPods"] = json!([format!("{owner}-0")]);
+            format!(
+                "{}\n",
+                serde_json::to_string_pretty(&plan).unwrap_or_default()
+            )
+        }
+        _ => {
+            plan.as_object_mut().map(|p| p.remove("secrets"));
+            format!(
+                "{}\n",
+                serde_json::to_string_pretty(&plan).unwrap_or_default()
+            )
+        }
+    };
+    cm["data"]["plan.json"] = Value::from(text);
+    draft.sync_job_name();
+}
+
+fn role_plan_mismatch(c: &mut dyn Choices, draft: &mut Draft) {
+    let owner = draft.bundle.spec.owner.clone();
+    let kind = draft.bundle.spec.kind.clone();
+    let choice = c.below(3);
+    if choice == 2 && (kind == "bucket" || kind == "component") {
+        rules(draft).push(json!({
+            "apiGroups": [""], "resources": ["pods"],
+            "resourceNames": [format!("{owner}-0")], "verbs": ["get", "delete"]
+        }));
+        return;
+    }
+    let rule = named_rule(c, draft);
+    let names = rule["resourceNames"].as_array_mut().expect("named");
+    if choice == 1 && names.len() > 1 {
+        names.pop();
+    } else {
+        names.push(json!(format!("{owner}-unplanned")));
+    }
+}
+
+fn rolebinding_wiring(c: &mut dyn Choices, draft: &mut Draft) {
+    let owner = draft.bundle.spec.owner.clone();
+    let namespaced = draft.bundle.namespaced;
+    let rb = draft.object_mut("RoleBinding").expect("a RoleBinding");
+    match c.below(4) {
+        0 => rb["roleRef"]["name"] = json!(format!("{owner}-admin")),
+        1 => rb["roleRef"]["kind"] = json!("ClusterRole"),
+        2 => rb["subjects"][0]["name"] = json!("default"),
+        _ if namespaced => rb["subjects"][0]["namespace"] = json!("kube-system"),
+        _ => {
+            if let Some(s) = rb["subjects"].as_array_mut() {
+                s.push(json!({"kind": "ServiceAccount", "name": "default"}));
+            }
+        }
+    }
+}
+
+fn job_wiring(c: &mut dyn Choices, draft: &mut Draft) {
+    let owner = draft.bundle.spec.owner.clone();
+    match c.below(4) {
+        0 => pod(draft)["serviceAccountName"] = json!(format!("{owner}-runner")),
+        1 => container(draft)["volumeMounts"][0]["mountPath"] = json!("/etc/credentials"),
+        2 => {
+            let cont = container(draft);
+            if let Some(c) = cont.as_object_mut() {
+                c.remove("args");
+            }
+            cont["command"] = json!(["python3", "/credentials/create.py"]);
+        }
+        _ => pod(draft)["volumes"][0]["configMap"]["name"] = json!("shared-scripts"),
+    }
+}
+
+fn job_name_hash(c: &mut dyn Choices, draft: &mut Draft) {
+    let job = job(draft);
+    let name = job["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (head, hash) = name.split_at(name.len() - 8);
+    let at = c.below(8);
+    let old = hash.as_bytes()[at];
+    let new = if old == b'0' { '1' } else { '0' };
+    let mut hash: Vec<char> = hash.chars().collect();
+    hash[at] = new;
+    job["metadata"]["name"] = json!(format!("{head}{}", hash.iter().collect::<String>()));
+}
+
+fn forbidden_verb(c: &mut dyn Choices, draft: &mut Draft) {
+    let verb = *c.pick(&[
+        "update",
+        "list",
+        "watch",
+        "deletecollection",
+        "escalate",
+        "bind",
+        "impersonate",
+    ]);
+    let rules = rules(draft);
+    let i = c.below(rules.len());
+    if let Some(verbs) = rules[i]["verbs"].as_array_mut() {
+        let at = c.below(verbs.len() + 1);
+        verbs.insert(at, json!(verb));
+    }
+}
+
+fn wildcard(c: &mut dyn Choices, draft: &mut Draft) {
+    let key = *c.pick(&["apiGroups", "resources", "verbs", "resourceNames"]);
+    let rule = if key == "resourceNames" {
+        named_rule(c, draft)
+    } else {
+        let rules = rules(draft);
+        let i = c.below(rules.len());
+        &mut rules[i]
+    };
+    if let Some(list) = rule.get_mut(key).and_then(Value::as_array_mut) {
+        let at = c.below(list.len());
+        list[at] = json!("*");
+    }
+}
+
+fn unnamed_rule(c: &mut dyn Choices, draft: &mut Draft) {
+    let choice = c.below(3);
+    let rule = named_rule(c, draft);
+    match choice {
+        0 => {
+            rule.as_object_mut().map(|r| r.remove("resourceNames"));
+        }
+        1 => rule["resourceNames"] = json!([]),
+        _ => rule["resourceNames"] = json!([""]),
+    }
+}
+
+fn create_named(_: &mut dyn Choices, draft: &mut Draft) {
+    let secret = draft.bundle.spec.secrets[0].0.clone();
+    create_rule(draft)["resourceNames"] = json!([secret]);
+}
+
+fn unexpected_rule(c: &mut dyn Choices, draft: &mut Draft) {
+    let owner = draft.bundle.spec.owner.clone();
+    let rule = match c.below(3) {
+        0 => json!({"apiGroups": [""], "resources": ["configmaps"],
+                    "resourceNames": [format!("{owner}-settings")], "verbs": ["get"]}),
+        1 => json!({"apiGroups": [""], "resources": ["secrets/status"],
+                    "resourceNames": [format!("{owner}-app")], "verbs": ["get"]}),
+        _ => json!({"nonResourceURLs": ["/healthz"], "verbs": ["get"]}),
+    };
+    let rules = rules(draft);
+    let at = c.below(rules.len() + 1);
+    rules.insert(at, rule);
+}
+
+/// Removes every hook annotation an object has, Argo CD's and Helm's.
+fn clear(a: &mut serde_json::Map<String, Value>, keys: &[&str]) {
+    for k in keys {
+        a.remove(*k);
+    }
+}
+
+const HOOK: &[&str] = &["argocd.argoproj.io/hook", "helm.sh/hook"];
+const WAVE: &[&str] = &["argocd.argoproj.io/sync-wave", "helm.sh/hook-weight"];
+const POLICY: &[&str] = &[
+    "argocd.argoproj.io/hook-delete-policy",
+    "helm.sh/hook-delete-policy",
+];
+
+fn hook_missing(c: &mut dyn Choices, draft: &mut Draft) {
+    let value = *c.pick(&[
+        None,
+        Some("Sync"),
+        Some("presync"),
+        Some("PreSync,PostSync"),
+        Some(""),
+    ]);
+    let a = annotations(member(c, draft));
+    clear(a, HOOK);
+    if let Some(v) = value {
+        a.insert(HOOK[0].into(), json!(v));
+    }
+}
+
+fn hook_wave(c: &mut dyn Choices, draft: &mut Draft) {
+    let obj = member(c, draft);
+    let is_job = obj["kind"] == "Job";
+    let value = *c.pick(&[
+        if is_job { "0" } else { "1" },
+        "-1",
+        "2",
+        "one",
+        " 0",
+        "1.0",
+    ]);
+    let a = annotations(obj);
+    clear(a, WAVE);
+    a.insert(WAVE[0].into(), json!(value));
+}
+
+fn hook_delete_policy(c: &mut dyn Choices, draft: &mut Draft) {
+    let obj = member(c, draft);
+    let is_job = obj["kind"] == "Job";
+    let value = if is_job {
+        *c.pick(&[
+            "BeforeHookCreation",
+            "HookSucceeded",
+            "BeforeHookCreation,HookFailed",
+        ])
+    } else {
+        *c.pick(&[
+            "HookSucceeded",
+            "BeforeHookCreation,HookSucceeded",
+            "BeforeHookCreation,Always",
+        ])
+    };
+    let a = annotations(obj);
+    clear(a, POLICY);
+    a.insert(POLICY[0].into(), json!(value));
+}
+
+fn run_as_root(c: &mut dyn Choices, draft: &mut Draft) {
+    let ctx = &mut container(draft)["securityContext"];
+    if c.chance(2) {
+        ctx["runAsNonRoot"] = json!(false);
+    } else {
+        ctx["runAsUser"] = json!(0);
+    }
+}
+
+fn writable_root(c: &mut dyn Choices, draft: &mut Draft) {
+    let ctx = &mut container(draft)["securityContext"];
+    if c.chance(2) {
+        ctx["readOnlyRootFilesystem"] = json!(false);
+    } else {
+        ctx.as_object_mut()
+            .map(|m| m.remove("readOnlyRootFilesystem"));
+    }
+}
+
+fn capabilities(c: &mut dyn Choices, draft: &mut Draft) {
+    let caps = &mut container(draft)["securityContext"]["capabilities"];
+    if c.chance(2) {
+        caps["drop"] = json!(["NET_RAW"]);
+    } else {
+        caps["add"] = json!(["NET_ADMIN"]);
+    }
+}
+
+fn privilege_escalation(c: &mut dyn Choices, draft: &mut Draft) {
+    let ctx = &mut container(draft)["securityContext"];
+    match c.below(3) {
+        0 => ctx["allowPrivilegeEscalation"] = json!(true),
+        1 => {
+            ctx.as_object_mut()
+                .map(|m| m.remove("allowPrivilegeEscalation"));
+        }
+        _ => ctx["privileged"] = json!(true),
+    }
+}
+
+fn seccomp(c: &mut dyn Choices, draft: &mut Draft) {
+    let kind = *c.pick(&["Unconfined", "unconfined"]);
+    container(draft)["securityContext"]["seccompProfile"] = json!({ "type": kind });
+}
+
+fn host_access(c: &mut dyn Choices, draft: &mut Draft) {
+    match c.below(5) {
+        0 => pod(draft)["hostNetwork"] = json!(true),
+        1 => pod(draft)["hostPID"] = json!(true),
+        2 => pod(draft)["hostIPC"] = json!(true),
+        3 => {
+            if let Some(v) = pod(draft)["volumes"].as_array_mut() {
+                v.push(json!({"name": "host", "hostPath": {"path": "/var/run"}}));
+            }
+        }
+        _ => {
+            container(draft)["ports"] = json!([{"containerPort": 8080, "hostPort": 8080}]);
+        }
+    }
+}
+
+fn image_not_pinned(c: &mut dyn Choices, draft: &mut Draft) {
+    let spec = &mut draft.bundle.spec;
+    if draft.credentials_image.is_some() && c.chance(2) {
+        // Pinned, but not the configured image.
+        spec.image = pinned_image(c);
+    } else {
+        let base = spec.image.split('@').next().unwrap_or_default().to_string();
+        spec.image = if c.chance(2) {
+            base
+        } else {
+            format!("{base}@sha256:1234")
+        };
+    }
+}
+
+fn no_ttl(_: &mut dyn Choices, draft: &mut Draft) {
+    job(draft)["spec"]
+        .as_object_mut()
+        .map(|s| s.remove("ttlSecondsAfterFinished"));
+}
+
+fn pragma_misplaced(c: &mut dyn Choices, case: &mut Case) {
+    let yaml: Vec<usize> = (0..case.files.len())
+        .filter(|&i| !case.files[i].0.ends_with(".json"))
+        .collect();
+    let i = *c.pick(&yaml);
+    let text = &mut case.files[i].1;
+    let nl = newline(text);
+    let comment = *c.pick(&[
+        "# pragma: allowlist secret",
+        "# pragma: allowlist nextline secret",
+        "# pragma: whitelist secret",
+    ]);
+    if c.chance(2) {
+        text.insert_str(0, &format!("{comment}{nl}"));
+    } else {
+        if !text.ends_with('\n') {
+            text.push_str(nl);
+        }
+        text.push_str(&format!("{comment}{nl}"));
+    }
+}
+
+fn pragma_missing(_: &mut dyn Choices, _: &Draft, layout: &mut Layout) {
+    layout.script = Script::LiteralWithoutPragma;
+}
+
+fn script_not_literal(_: &mut dyn Choices, _: &Draft, layout: &mut Layout) {
+    layout.script = Script::DoubleQuoted;
+}
+
+fn python2(c: &mut dyn Choices, draft: &mut Draft) {
+    let line = *c.pick(&["print \"done\"\n", "exec \"pass\"\n", "def f(:\n    pass\n"]);
+    draft.bundle.spec.script.push_str(line);
+}
+
+fn non_stdlib_import(c: &mut dyn Choices, draft: &mut Draft) {
+    let module = *c.pick(&["requests", "yaml", "kubernetes", "boto3"]);
+    let script = &mut draft.bundle.spec.script;
+    *script = script.replacen(
+        "import base64\n",
+        &format!("import base64\nimport {module}\n"),
+        1,
+    );
+}
+
+fn forbidden_method(c: &mut dyn Choices, draft: &mut Draft) {
+    // Forms the text shows (a list through a helper that builds the path is for `simulate`).
+    let call = *c.pick(&[
+        "        api.call(\"PUT\", path, current)\n",
+        "        api.call(\"GET\", \"/api/v1/namespaces/\" + api.namespace + \"/secrets\")\n",
+        "        api.call(\"GET\", path + \"?watch=true\")\n",
+    ]);
+    edit(
+        draft,
+        "        ops = patch_ops(current, planned)\n",
+        call,
+        true,
+    );
+}
+
+/// Inserts `text` after (or replaces) the first occurrence of `at` in the bundle's program.
+fn edit(draft: &mut Draft, at: &str, text: &str, after: bool) {
+    let script = &mut draft.bundle.spec.script;
+    assert!(script.contains(at), "the reference program has {at:?}");
+    let replacement = if after {
+        format!("{at}{text}")
+    } else {
+        text.to_string()
+    };
+    *script = script.replacen(at, &replacement, 1);
+}
+
+fn lists_secrets(_: &mut dyn Choices, draft: &mut Draft) {
+    edit(
+        draft,
+        "    api = Api()\n",
+        "    api.call(\"GET\", api.path(\"v1\", \"secrets\"))\n",
+        true,
+    );
+}
+
+fn background_delete(_: &mut dyn Choices, draft: &mut Draft) {
+    edit(
+        draft,
+        "\"propagationPolicy\": \"Orphan\"}",
+        "\"propagationPolicy\": \"Background\"}",
+        false,
+    );
+}
+
+fn foreign_write(_: &mut dyn Choices, draft: &mut Draft) {
+    edit(
+        draft,
+        "    repair_servers(api, plan, data_by_secret)\n",
+        "    api.call(\"POST\", api.path(\"v1\", \"secrets\"), \
+         {\"metadata\": {\"name\": plan[\"owner\"] + \"-debug\"}, \"data\": {}})\n",
+        true,
+    );
+}
+
+fn adopts_remote(_: &mut dyn Choices, draft: &mut Draft) {
+    edit(
+        draft,
+        "        if not generator_backed(es):\n",
+        "        if not generator_backed(es) and False:\n",
+        false,
+    );
+}
+
+fn crashes(_: &mut dyn Choices, draft: &mut Draft) {
+    edit(
+        draft,
+        "ensure_secret(api, planned).get(\"data\") or {}",
+        "ensure_secret(api, planned)[\"dta\"]",
+        false,
+    );
+}
+
+fn writes_unchanged(_: &mut dyn Choices, draft: &mut Draft) {
+    edit(
+        draft,
+        "        if len(ops) == 1:\n",
+        "        if len(ops) == 0:\n",
+        false,
+    );
+}
+
+fn restarts_correct_server(c: &mut dyn Choices, draft: &mut Draft) {
+    let spec = &mut draft.bundle.spec;
+    if spec.kind != "cache" && spec.kind != "broker" {
+        spec.kind = (*c.pick(&["cache", "broker"])).to_string();
+    }
+    if spec.pods.is_empty() {
+        spec.pods.push(format!("{}-0", spec.owner));
+    }
+    edit(
+        draft,
+        "        if answer != \"refused\":\n",
+        "        if answer == \"unknown\":\n",
+        false,
+    );
+}
+
+fn does_nothing(_: &mut dyn Choices, draft: &mut Draft) {
+    edit(draft, "    api = Api()\n", "    return 0\n", true);
+}
+
+fn eso_generator(c: &mut dyn Choices, draft: &mut Draft) {
+    let secret = draft.bundle.spec.secrets[0].0.clone();
+    let generator = format!("{}-password", draft.bundle.spec.owner);
+    let version = *c.pick(&["v1", "v1beta1"]);
+    let mut es = json!({
+        "apiVersion": format!("external-secrets.io/{version}"),
+        "kind": "ExternalSecret",
+        "metadata": {"name": secret},
+        "spec": {
+            "refreshInterval": "0",
+            "target": {"name": secret},
+            "dataFrom": [{"sourceRef": {"generatorRef": {
+                "apiVersion": "generators.external-secrets.io/v1alpha1",
+                "kind": "Password", "name": generator}}}]
+        }
+    });
+    if draft.bundle.namespaced {
+        es["metadata"]["namespace"] = json!(draft.bundle.spec.namespace);
+    }
+    draft.others.push(es);
+}
+
+fn eso_store(c: &mut dyn Choices, draft: &mut Draft) {
+    let mut store = json!({
+        "apiVersion": "external-secrets.io/v1",
+        "kind": "ClusterSecretStore",
+        "metadata": {"name": "shared-store"},
+        "spec": {"provider": {"aws": {"service": "SecretsManager", "region": "eu-west-1"}}}
+    });
+    if c.chance(2) {
+        store["spec"]["conditions"] = json!([]);
+    }
+    draft.others.push(store);
+}
+
+const IGNORE: &str = "credlint.io/ignore";
+
+fn ignore_invalid(c: &mut dyn Choices, draft: &mut Draft) {
+    let value = *c.pick(&[
+        "role-wildcard",
+        "no-such-rule: the platform team accepts it",
+        ": no rule named",
+        "role-wildcard:",
+        "ignore-unused: the annotation rules cannot be ignored",
+    ]);
+    annotations(member(c, draft)).insert(IGNORE.into(), json!(value));
+}
+
+fn ignore_unused(c: &mut dyn Choices, draft: &mut Draft) {
+    let rule = *c.pick(&["role-wildcard", "job-ttl", "hook-wave", "bundle-duplicate"]);
+    annotations(member(c, draft)).insert(
+        IGNORE.into(),
+        json!(format!(
+            "{rule}: accepted by the platform team until the next release"
+        )),
+    );
+}

@@ -1,0 +1,130 @@
+//! Generators shared by the property tests (`tests/properties.rs`) and the fuzz targets
+//! (`fuzz/`): random valid bundles in every rendering style, split across files, and
+//! single-fault mutants, one family per rule. Not used by `credlint check`.
+//!
+//! Every choice goes through [`Choices`], so the same generator is driven by a seeded
+//! [`Rng`] in the tests and by the fuzzer's bytes in the fuzz targets.
+
+pub mod edit;
+pub mod emit;
+pub mod faults;
+pub mod generate;
+pub mod invariants;
+
+pub use emit::{Layout, render_files};
+pub use faults::{FAMILIES, Family, UNREACHABLE};
+pub use generate::{Draft, draft};
+
+/// A source of choices.
+pub trait Choices {
+    /// A number in `0..n` (`n > 0`).
+    fn below(&mut self, n: usize) -> usize;
+
+    fn chance(&mut self, one_in: usize) -> bool {
+        self.below(one_in.max(1)) == 0
+    }
+
+    /// A number in `lo..=hi`.
+    fn between(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+}
+
+impl dyn Choices + '_ {
+    pub fn pick<'t, T>(&mut self, items: &'t [T]) -> &'t T {
+        &items[self.below(items.len())]
+    }
+
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
+}
+
+/// SplitMix64: small, fast, and the same sequence for the same seed everywhere.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+impl Choices for Rng {
+    fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+}
+
+/// A finished case: files as `(path, text)`, and the credentials image to lint with.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub files: Vec<(String, String)>,
+    pub credentials_image: Option<String>,
+}
+
+impl Case {
+    /// The files as in-memory inputs for [`crate::engine::Engine::run`].
+    pub fn inputs(&self) -> Vec<crate::input::InputFile> {
+        self.files
+            .iter()
+            .map(|(path, text)| crate::input::InputFile {
+                display: path.clone(),
+                origin: crate::input::Origin::Memory(std::sync::Arc::new(text.as_bytes().to_vec())),
+            })
+            .collect()
+    }
+
+    /// Every file, with its name, for a failure message.
+    pub fn show(&self) -> String {
+        let mut out = String::new();
+        if let Some(image) = &self.credentials_image {
+            out.push_str(&format!("(--credentials-image {image})\n"));
+        }
+        for (path, text) in &self.files {
+            out.push_str(&format!("==> {path} <==\n{text}\n"));
+        }
+        out
+    }
+}
+
+/// A valid case: a random bundle (sometimes two), rendered in random styles and files.
+pub fn valid(c: &mut dyn Choices) -> Case {
+    let mut draft = draft(c);
+    draft.finish();
+    let layout = Layout::random(c, &draft);
+    draft.case(&layout)
+}
+
+/// A mutant: a random valid case with one fault of `family`'s rule.
+pub fn mutant(c: &mut dyn Choices, family: &Family) -> Case {
+    let mut draft = draft(c);
+    if let Some(spec_fault) = family.spec {
+        spec_fault(c, &mut draft);
+        draft.rebuild();
+    }
+    draft.finish();
+    if let Some(object_fault) = family.objects {
+        object_fault(c, &mut draft);
+    }
+    let mut layout = Layout::random(c, &draft);
+    if let Some(layout_fault) = family.layout {
+        layout_fault(c, &draft, &mut layout);
+    }
+    let mut case = draft.case(&layout);
+    if let Some(text_fault) = family.text {
+        text_fault(c, &mut case);
+    }
+    case
+}
