@@ -15,7 +15,6 @@ use crate::source::Source;
 use crate::yaml::{self, Node, Parsed, Span};
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -79,25 +78,9 @@ pub struct Engine {
     /// Match conditions with their slot in the verdict cache.
     conditions: HashMap<&'static str, (Compiled, usize)>,
     /// Verdicts by the projection of the object each program can observe, one per program.
-    verdicts: Vec<VerdictCache>,
-    /// Seeds of the two hashes that make a projection's 128-bit digest.
-    digest: (std::hash::RandomState, std::hash::RandomState),
+    verdicts: Vec<crate::verdicts::VerdictCache>,
     options: Options,
 }
-
-/// Verdicts of one program by the digest of what it observes. A clean render repeats a handful
-/// of shapes; a program whose projections carry names never repeats and stops keeping them.
-#[derive(Default)]
-struct VerdictCache {
-    known: Mutex<HashMap<u128, Verdict>>,
-    lookups: std::sync::atomic::AtomicUsize,
-    hits: std::sync::atomic::AtomicUsize,
-}
-
-/// Projections remembered per program, and how a program earns its cache: after this many
-/// lookups it must have hit at least one in eight.
-const VERDICTS_PER_PROGRAM: usize = 4096;
-const CACHE_TRIAL: usize = 256;
 
 /// What linting one file leaves behind.
 #[derive(Default)]
@@ -186,7 +169,9 @@ impl Engine {
                     .collect(),
             });
         }
-        let verdicts = (0..slots).map(|_| VerdictCache::default()).collect();
+        let verdicts = (0..slots)
+            .map(|_| crate::verdicts::VerdictCache::default())
+            .collect();
         Ok(Engine {
             catalog,
             cel,
@@ -194,7 +179,6 @@ impl Engine {
             rule_set,
             conditions,
             verdicts,
-            digest: Default::default(),
             options,
         })
     }
@@ -209,48 +193,22 @@ impl Engine {
         root: &Node,
         bound: &mut Option<crate::cel::Bound>,
     ) -> Verdict {
-        use std::hash::BuildHasher;
-        use std::sync::atomic::Ordering::Relaxed;
-        let cache = &self.verdicts[slot];
-        let lookups = cache.lookups.fetch_add(1, Relaxed);
-        let worth_it = lookups < CACHE_TRIAL || cache.hits.load(Relaxed) * 8 >= lookups;
-        let digest = worth_it.then(|| {
-            let mut key = Vec::new();
-            reads::key(root, &compiled.pattern, &mut key);
-            let a = self.digest.0.hash_one(&key) as u128;
-            let b = self.digest.1.hash_one(&key) as u128;
-            (a << 64) | b
-        });
-        if let Some(d) = digest
-            && let Some(v) = cache
-                .known
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&d)
-        {
-            cache.hits.fetch_add(1, Relaxed);
-            return v.clone();
-        }
-        let verdict = match bound {
-            Some(bound) => {
-                self.rule_set.bind(bound, &compiled.needs);
-                bound.check(&compiled.program)
-            }
-            // No context for the whole object yet: judge the part the program observes, which
-            // for a match condition is a name or two, not the whole object.
-            None => {
-                let mut pruned = self.cel.bind(&reads::prune(root, &compiled.pattern));
-                self.rule_set.bind(&mut pruned, &compiled.needs);
-                pruned.check(&compiled.program)
-            }
-        };
-        if let Some(d) = digest {
-            let mut known = cache.known.lock().unwrap_or_else(|p| p.into_inner());
-            if known.len() < VERDICTS_PER_PROGRAM {
-                known.insert(d, verdict.clone());
-            }
-        }
-        verdict
+        self.verdicts[slot].get_or(
+            |key| reads::key(root, &compiled.pattern, key),
+            || match bound {
+                Some(bound) => {
+                    self.rule_set.bind(bound, &compiled.needs);
+                    bound.check(&compiled.program)
+                }
+                // No context for the whole object yet: judge the part the program observes,
+                // which for a match condition is a name or two, not the whole object.
+                None => {
+                    let mut pruned = self.cel.bind(&reads::prune(root, &compiled.pattern));
+                    self.rule_set.bind(&mut pruned, &compiled.needs);
+                    pruned.check(&compiled.program)
+                }
+            },
+        )
     }
 
     pub fn run(&self, inputs: &[InputFile], mut input_errors: Vec<InputError>) -> Outcome {

@@ -1,7 +1,7 @@
 //! credlint: lints rendered Kubernetes manifests against the ADR-072 credentials-bundle contract.
 //!
 //! Dependencies point one way: `cli` -> `engine` -> {`bundle`, `catalog`, `cel`, `checks`,
-//! `members`, `schema`} -> {`model`, `source`, `locate`, `yaml`}. After the engine, `cli` runs
+//! `members`, `schema`, `verdicts`} -> {`model`, `source`, `locate`, `yaml`, `wordhash`}. After the engine, `cli` runs
 //! `settings` (from `config` and the flags: `suppress`, severities, selection), `precommit`
 //! (narrowing to the changed files) and a `report` format; none of them is used by the engine.
 
@@ -34,4 +34,6 @@ pub mod source;
 pub mod suggest;
 pub mod suppress;
 pub mod testkit;
+pub mod verdicts;
+pub mod wordhash;
 pub mod yaml;

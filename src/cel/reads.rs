@@ -4,14 +4,16 @@
 //! The analysis over-approximates: navigation (`a.b`, `a['k']`, `a[0]`, the range of an `all`
 //! or `exists`, the branches of `c ? a : b`, the operands of `+`) follows paths precisely; any
 //! other use of a value read from the object (a comparison, a function call, `size`, `in`,
-//! `has`, a `map` or `filter`) marks its whole subtree as read. Two objects with the same
+//! `has`, a `map` or `filter`) marks its whole subtree as read, except a string tested only
+//! against literals (`endsWith('-x')`, `== 'create'`, `matches('...')`): then only the outcome
+//! of those tests is read, so objects that differ in names alone share a verdict. Two objects with the same
 //! projection are therefore indistinguishable to the expression, which gives the same verdict
 //! on both: that is what makes the projection a sound cache key.
 
 use crate::yaml::{Node, Value as YValue};
 use cel::IdedExpr;
 use cel::common::ast::{ComprehensionExpr, Expr, LiteralValue};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The part of a value that is read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,6 +27,44 @@ pub enum Pattern {
     Fields(BTreeMap<String, Pattern>),
     /// A list whose length and elements (as the sub-pattern says) are read.
     Items(Box<Pattern>),
+    /// A value of which only the type is read and, if it is a string, these tests' outcomes.
+    Tests(BTreeSet<Test>),
+}
+
+/// A test of a string against a literal, whose outcome is all an expression learns.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Test {
+    Equals(String),
+    StartsWith(String),
+    EndsWith(String),
+    Contains(String),
+    Matches(String),
+}
+
+impl Test {
+    fn of(function: &str, literal: &str) -> Option<Test> {
+        let literal = literal.to_string();
+        Some(match function {
+            "_==_" | "_!=_" => Test::Equals(literal),
+            "startsWith" => Test::StartsWith(literal),
+            "endsWith" => Test::EndsWith(literal),
+            "contains" => Test::Contains(literal),
+            "matches" => Test::Matches(literal),
+            _ => return None,
+        })
+    }
+
+    /// The outcome as a byte: 0 or 1, or 2 where the test cannot run (a pattern that does
+    /// not compile fails the same way on every string).
+    fn outcome(&self, text: &str) -> u8 {
+        match self {
+            Test::Equals(s) => u8::from(text == s),
+            Test::StartsWith(s) => u8::from(text.starts_with(s.as_str())),
+            Test::EndsWith(s) => u8::from(text.ends_with(s.as_str())),
+            Test::Contains(s) => u8::from(text.contains(s.as_str())),
+            Test::Matches(p) => super::regex::is_match(p, text).map_or(2, u8::from),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +81,12 @@ impl Pattern {
         *self = match (this, other) {
             (Pattern::Nothing, p) | (p, Pattern::Nothing) => p,
             (Pattern::Whole, _) | (_, Pattern::Whole) => Pattern::Whole,
+            (Pattern::Tests(mut a), Pattern::Tests(b)) => {
+                a.extend(b);
+                Pattern::Tests(a)
+            }
+            // Tested as a string and navigated as well: only the whole value covers both.
+            (Pattern::Tests(_), _) | (_, Pattern::Tests(_)) => Pattern::Whole,
             (Pattern::Fields(mut a), Pattern::Fields(b)) => {
                 for (k, v) in b {
                     a.entry(k).or_default().merge(v);
@@ -65,6 +111,7 @@ impl Pattern {
         };
         match self {
             Pattern::Whole => {}
+            Pattern::Tests(_) => *self = Pattern::Whole,
             Pattern::Nothing => {
                 *self = match first {
                     Step::Field(_) => Pattern::Fields(BTreeMap::new()),
@@ -261,6 +308,27 @@ impl Analysis<'_> {
                 t.union(d)
             }
             ("value", Some(target), []) => self.expr(target, scope),
+            // A string tested against a literal: only the outcome is read.
+            (f, Some(target), [arg]) if literal_string(arg).is_some() => {
+                let literal = literal_string(arg).unwrap_or_default();
+                match Test::of(f, literal) {
+                    Some(test) => self.test(target, test, scope),
+                    None => self.use_all(c, scope),
+                }
+            }
+            ("matches", None, [text, arg]) if literal_string(arg).is_some() => {
+                let test = Test::Matches(literal_string(arg).unwrap_or_default().to_string());
+                self.test(text, test, scope)
+            }
+            ("_==_" | "_!=_", None, [a, b])
+                if literal_string(a).is_some() || literal_string(b).is_some() =>
+            {
+                let (value, literal) = match literal_string(b) {
+                    Some(l) => (a, l),
+                    None => (b, literal_string(a).unwrap_or_default()),
+                };
+                self.test(value, Test::Equals(literal.to_string()), scope)
+            }
             // `size` reads a list's length (and each element's type); on a string or a mapping
             // the projection falls back to the whole value.
             ("size", None, [arg]) | ("size", Some(arg), []) => {
@@ -272,6 +340,15 @@ impl Analysis<'_> {
             }
             _ => self.use_all(c, scope),
         }
+    }
+
+    fn test(&mut self, value: &IdedExpr, test: Test, scope: &mut Vec<(String, Origin)>) -> Origin {
+        let o = self.expr(value, scope);
+        for p in &o.paths {
+            self.pattern
+                .mark(p, Pattern::Tests(BTreeSet::from([test.clone()])));
+        }
+        Origin::default()
     }
 
     fn use_all(
@@ -330,6 +407,13 @@ impl Analysis<'_> {
     }
 }
 
+fn literal_string(e: &IdedExpr) -> Option<&str> {
+    match &e.expr {
+        Expr::Literal(LiteralValue::String(s)) => Some(s.inner()),
+        _ => None,
+    }
+}
+
 /// `all` and `exists`: a boolean accumulator and-ed or or-ed with the predicate; the result is
 /// the accumulator.
 fn is_quantifier(c: &ComprehensionExpr) -> bool {
@@ -351,6 +435,13 @@ pub fn key(node: &Node, pattern: &Pattern, out: &mut Vec<u8>) {
     match pattern {
         Pattern::Nothing => type_tag(node, out),
         Pattern::Whole => whole(node, out),
+        Pattern::Tests(tests) => match &node.value {
+            YValue::Str(s) => {
+                out.push(b's');
+                out.extend(tests.iter().map(|t| t.outcome(s)));
+            }
+            _ => whole(node, out),
+        },
         Pattern::Fields(fields) => {
             let Some(entries) = node.as_map() else {
                 return whole(node, out);
@@ -430,7 +521,7 @@ pub fn prune<'a>(node: &Node<'a>, pattern: &Pattern) -> Node<'a> {
         value,
     };
     match pattern {
-        Pattern::Whole => node.clone(),
+        Pattern::Whole | Pattern::Tests(_) => node.clone(),
         // Only the type is observed: an empty value of the same type.
         Pattern::Nothing => keep(match &node.value {
             YValue::Seq(_) => YValue::Seq(Vec::new()),

@@ -26,6 +26,12 @@ fn compiled(pattern: &str) -> Result<Arc<regex::Regex>, ExecutionError> {
     Ok(re)
 }
 
+/// What `text.matches(pattern)` gives, for the projection key; `None` where the pattern does
+/// not compile (every string then fails the same way).
+pub fn is_match(pattern: &str, text: &str) -> Option<bool> {
+    compiled(pattern).ok().map(|re| re.is_match(text))
+}
+
 fn matches(this: &CelString<'_>, pattern: &CelString<'_>) -> Result<CelBool, ExecutionError> {
     Ok(CelBool::from(
         compiled(pattern.inner())?.is_match(this.inner()),

@@ -211,3 +211,104 @@ fn a_result_that_is_not_a_boolean_is_described_the_same_every_time() {
         Verdict::Error("the expression gave a list of 2 items, not a boolean".into())
     );
 }
+
+/// Every shipped program, compiled as the engine compiles it.
+fn shipped_programs(cel: &Cel) -> (RuleSet, Vec<(String, super::ruleset::Compiled)>) {
+    let catalog = crate::catalog::Catalog::get();
+    let mut rules = RuleSet::default();
+    let mut programs = Vec::new();
+    for (name, text) in &catalog.conditions {
+        let program = cel.compile(text).unwrap();
+        programs.push((name.clone(), rules.prepare(program, text)));
+    }
+    for rule in &catalog.rules {
+        let Some(object) = &rule.object else { continue };
+        let texts: Vec<&str> = object
+            .validations
+            .iter()
+            .map(|v| v.expression.as_str())
+            .collect();
+        let compiled = rules
+            .add(cel, &object.variables, &[("credentialsImage", "")], &texts)
+            .unwrap();
+        for (i, c) in compiled.validations.into_iter().enumerate() {
+            programs.push((format!("{}#{i}", rule.id), c));
+        }
+    }
+    (rules, programs)
+}
+
+/// The projection is a sound cache key: on every object of every fixture, and on copies renamed
+/// so that names alone differ, two objects with one key get one verdict from the full
+/// evaluation. And it is a useful key: credentials objects of different owners share one.
+#[test]
+fn equal_projections_give_equal_verdicts_on_every_fixture_object() {
+    let cel = Cel::new();
+    let (rules, programs) = shipped_programs(&cel);
+    let mut texts = Vec::new();
+    let mut stack = vec![std::path::PathBuf::from("fixtures")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml") {
+                // Fixtures of bad bytes are the loader's business.
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                // Renamed owners, and a name that is no longer a credentials name.
+                texts.push(text.replace("-credentials", "x-credentials"));
+                texts.push(text.replace("-credentials", "-credential"));
+                texts.push(text);
+            }
+        }
+    }
+    let mut objects = Vec::new();
+    for text in &texts {
+        for parsed in parse(text) {
+            if let Parsed::Document(d) = parsed {
+                objects.push(d.root);
+            }
+        }
+    }
+    assert!(objects.len() > 500, "{}", objects.len());
+    let mut shared = 0;
+    for (name, compiled) in &programs {
+        let mut seen: std::collections::HashMap<Vec<u8>, Verdict> = Default::default();
+        for object in &objects {
+            let mut key = Vec::new();
+            reads::key(object, &compiled.pattern, &mut key);
+            let mut bound = cel.bind(object);
+            rules.bind(&mut bound, &compiled.needs);
+            let verdict = bound.check(&compiled.program);
+            match seen.get(&key) {
+                Some(v) => assert_eq!(*v, verdict, "{name}: {}", compiled.program.text()),
+                None => {
+                    seen.insert(key, verdict);
+                }
+            }
+        }
+        shared += objects.len() - seen.len();
+    }
+    assert!(shared > 0);
+    let object = |name: &str| root_owned(&format!("kind: Role\nmetadata: {{name: {name}}}\n"));
+    let (_, member) = programs
+        .iter()
+        .find(|(n, _)| n == "credentials-object")
+        .unwrap();
+    let keys: Vec<Vec<u8>> = ["a-credentials", "b-credentials", "b-credential"]
+        .iter()
+        .map(|n| {
+            let mut key = Vec::new();
+            reads::key(&object(n), &member.pattern, &mut key);
+            key
+        })
+        .collect();
+    assert_eq!(keys[0], keys[1]);
+    assert_ne!(keys[1], keys[2]);
+}
+
+fn root_owned(text: &str) -> Node<'static> {
+    root(Box::leak(text.to_string().into_boxed_str()))
+}

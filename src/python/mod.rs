@@ -80,8 +80,8 @@
 //! requests made through objects whose calls do not show the method and the path together.
 //!
 //! # Cost
-//! Results are memoized by the SHA-256 of the script (the same create.py is rendered into
-//! thousands of bundles) in a bounded, thread-safe cache. Scripts over 8 MiB are not parsed (a
+//! Results are memoized by the script's text (the same create.py is rendered into thousands of
+//! bundles) in a thread-safe cache bounded in entries and bytes. Scripts over 8 MiB are not parsed (a
 //! ConfigMap holds at most 1 MiB) and parsing stops after 60 s: either is one `runtime-syntax`
 //! finding saying the script was not checked. Every walk over the tree is iterative, so deep
 //! nesting cannot exhaust the stack.
@@ -99,7 +99,7 @@ mod tests;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use sha2::{Digest, Sha256};
+use crate::wordhash::WordState;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
@@ -134,30 +134,37 @@ const PARSE_BUDGET: Duration = Duration::from_secs(60);
 /// versions; the bound only protects memory from a tree where every script differs.
 const CACHE_ENTRIES: usize = 256;
 
-type Cache = Mutex<HashMap<[u8; 32], Arc<Vec<ScriptFinding>>>>;
-static CACHE: LazyLock<Cache> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Bytes of script text the cache keeps, at most.
+const CACHE_BYTES: usize = 16 * 1024 * 1024;
+
+type Scripts = HashMap<Arc<str>, Arc<Vec<ScriptFinding>>, WordState>;
+static CACHE: LazyLock<Mutex<Scripts>> = LazyLock::new(Default::default);
 
 /// Checks one script. Never panics, whatever the input (binary junk, 50 MB, deep nesting).
 pub fn check_script(script: &str) -> Vec<ScriptFinding> {
-    let key: [u8; 32] = Sha256::digest(script.as_bytes()).into();
-    if let Some(hit) = lock_cache().get(&key) {
+    if let Some(hit) = lock_cache().get(script) {
         return hit.as_ref().clone();
     }
     // Analysed outside the lock so threads checking different scripts do not wait on each
     // other; two threads racing on the same new script both analyse it once, which is harmless.
     let findings = Arc::new(analyse(script));
-    let mut cache = lock_cache();
-    if cache.len() >= CACHE_ENTRIES && !cache.contains_key(&key) {
-        // Any entry will do: the cache serves repeats of a few scripts, not an LRU workload.
-        if let Some(old) = cache.keys().next().copied() {
+    if script.len() <= CACHE_BYTES / 16 {
+        let mut cache = lock_cache();
+        let mut bytes: usize = cache.keys().map(|k| k.len()).sum();
+        // Any entries will do: the cache serves repeats of a few scripts, not an LRU workload.
+        while cache.len() >= CACHE_ENTRIES || bytes + script.len() > CACHE_BYTES {
+            let Some(old) = cache.keys().next().cloned() else {
+                break;
+            };
+            bytes -= old.len();
             cache.remove(&old);
         }
+        cache.insert(script.into(), Arc::clone(&findings));
     }
-    cache.insert(key, Arc::clone(&findings));
     findings.as_ref().clone()
 }
 
-fn lock_cache() -> std::sync::MutexGuard<'static, HashMap<[u8; 32], Arc<Vec<ScriptFinding>>>> {
+fn lock_cache() -> std::sync::MutexGuard<'static, Scripts> {
     // A panic elsewhere while holding the lock cannot leave the map half-written (insert and
     // remove are single calls), so a poisoned lock is still usable.
     CACHE

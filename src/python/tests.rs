@@ -776,9 +776,8 @@ fn findings_of_all_rules_come_sorted_by_position() {
 #[test]
 fn results_are_cached_by_content_and_shared_across_threads() {
     let script = format!("{CLEAN}\nimport cache_probe_{}\n", std::process::id());
-    let key: [u8; 32] = Sha256::digest(script.as_bytes()).into();
     let first = check_script(&script);
-    assert!(lock_cache().contains_key(&key));
+    assert!(lock_cache().contains_key(script.as_str()));
     let results: Vec<Vec<ScriptFinding>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..4)
             .map(|_| scope.spawn(|| check_script(&script)))
@@ -798,6 +797,11 @@ fn the_cache_stays_bounded() {
         check_script(&format!("x = {i}  # bound probe\n"));
     }
     assert!(lock_cache().len() <= CACHE_ENTRIES);
+    let big = format!("{CLEAN}\n# {}\n", "x".repeat(CACHE_BYTES / 17));
+    for i in 0..30 {
+        check_script(&format!("{big}# {i}\n"));
+    }
+    assert!(lock_cache().keys().map(|k| k.len()).sum::<usize>() <= CACHE_BYTES);
 }
 
 /// Deterministic pseudo-random bytes (xorshift), so a failure can be reproduced.
