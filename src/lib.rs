@@ -1,9 +1,10 @@
 //! credlint: lints rendered Kubernetes manifests against the ADR-072 credentials-bundle contract.
 //!
 //! Dependencies point one way: `cli` -> `engine` -> {`bundle`, `catalog`, `cel`, `checks`,
-//! `members`, `schema`, `verdicts`} -> {`model`, `source`, `locate`, `yaml`, `wordhash`}. After the engine, `cli` runs
-//! `settings` (from `config` and the flags: `suppress`, severities, selection), `precommit`
-//! (narrowing to the changed files) and a `report` format; none of them is used by the engine.
+//! `members`, `schema`, `verdicts`} -> {`model`, `source`, `locate`, `yaml`, `wordhash`}.
+//! After the engine, `cli` runs `settings` (from `config` and the flags: `suppress`,
+//! severities, selection), `precommit` (narrowing to the changed files) and a `report` format;
+//! none of them is used by the engine.
 
 pub mod block;
 pub mod bundle;
