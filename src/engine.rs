@@ -71,6 +71,9 @@ struct ObjectRule {
 }
 
 pub struct Engine {
+    /// The threads that lint, made on the first run and kept: a pool per run would start and
+    /// stop threads for every run of a long-lived engine (the fuzzer, the property tests).
+    pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
     catalog: &'static Catalog,
     cel: Cel,
     rules: Vec<ObjectRule>,
@@ -173,6 +176,7 @@ impl Engine {
             .map(|_| crate::verdicts::VerdictCache::default())
             .collect();
         Ok(Engine {
+            pool: std::sync::OnceLock::new(),
             catalog,
             cel,
             rules,
@@ -224,10 +228,12 @@ impl Engine {
         let mut bundle_emit = Emit::new(self.catalog);
         let mut ignores = Vec::new();
         let mut summary = Summary::default();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.options.threads.unwrap_or(0))
-            .build()
-            .ok();
+        let pool = self.pool.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(self.options.threads.unwrap_or(0))
+                .build()
+                .ok()
+        });
         // Files are linted a window at a time and merged in input order before the next window,
         // so a 4,000-file tree never holds more than a window's results at once.
         let window = pool.as_ref().map_or(1, |p| p.current_num_threads()) * 16;
@@ -250,7 +256,7 @@ impl Engine {
                     })
                     .collect()
             };
-            match &pool {
+            match pool {
                 Some(pool) => pool.install(lint),
                 // Without a pool of its own the run uses rayon's global one.
                 None => lint(),
@@ -339,7 +345,11 @@ impl Engine {
     /// Lints one file's bytes. A document that is not UTF-8 is a `yaml-syntax` finding; the
     /// file's other documents are still read.
     fn lint_bytes(&self, file: usize, bytes: &[u8]) -> FileOut {
-        match std::str::from_utf8(bytes) {
+        // Decoding the bytes is the first step of the parse, and is timed with it.
+        let started = std::time::Instant::now();
+        let decoded = std::str::from_utf8(bytes);
+        let decoding = started.elapsed();
+        let mut out = match decoded {
             Ok(text) => self.lint_text(file, text, &[]),
             Err(_) => {
                 // Invalid bytes become '?', one for one, so offsets stay those of the file.
@@ -355,7 +365,9 @@ impl Engine {
                 let text = String::from_utf8(clean).unwrap_or_default();
                 self.lint_text(file, &text, &invalid)
             }
-        }
+        };
+        out.timings.parse += decoding;
+        out
     }
 
     fn lint_text(&self, file: usize, text: &str, invalid: &[(usize, u8)]) -> FileOut {

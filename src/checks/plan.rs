@@ -30,7 +30,7 @@ pub fn check(config_map: &Node, owner: &str, source: &Source) -> (Option<Plan>, 
         return (None, problems);
     };
     let mapper = PlanMapper::new(source, node, text);
-    if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
         let at = mapper.at_line_col(e.line().saturating_sub(1), e.column().saturating_sub(1));
         let message = e.to_string();
         let message = message.split(" at line ").next().unwrap_or(&message);
