@@ -235,8 +235,9 @@ impl Engine {
                 .ok()
         });
         // Files are linted a window at a time and merged in input order before the next window,
-        // so a 4,000-file tree never holds more than a window's results at once.
-        let window = pool.as_ref().map_or(1, |p| p.current_num_threads()) * 16;
+        // so a 4,000-file tree never holds more than a window's results at once. A window of 64
+        // files per thread keeps the threads' hand-overs (a wake-up each) to a few dozen.
+        let window = pool.as_ref().map_or(1, |p| p.current_num_threads()) * 64;
         let mut results: Vec<Result<FileOut, String>> = Vec::new();
         let mut next_input = 0;
         let mut next = || -> Vec<Result<FileOut, String>> {
