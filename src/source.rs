@@ -192,6 +192,24 @@ impl<'t> Source<'t> {
         }
     }
 
+    /// The character at byte `at` (the one it falls inside), or an empty span at the end of
+    /// the text: a place computed from another text's columns always lies in this one.
+    pub fn char_at(&self, at: usize) -> Span {
+        let mut start = at.min(self.text.len());
+        while !self.text.is_char_boundary(start) {
+            start -= 1;
+        }
+        let len = self.text[start..].chars().next().map_or(0, char::len_utf8);
+        Span::new(start, start + len)
+    }
+
+    /// `span` moved onto character boundaries inside the text.
+    pub fn snap(&self, span: Span) -> Span {
+        let start = self.char_at(span.start()).start();
+        let end = self.char_at(span.end()).start().max(start);
+        Span::new(start, end)
+    }
+
     /// The byte range of 0-based `line` without its line break.
     pub fn line_span(&self, line: usize) -> Option<Span> {
         let start = self.lines.line_start(line)?;
@@ -211,6 +229,17 @@ impl<'t> Source<'t> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn places_computed_elsewhere_land_on_characters_inside_the_text() {
+        let source = Source::new(0, "a: é\nb");
+        assert_eq!(source.char_at(0), Span::new(0, 1));
+        assert_eq!(source.char_at(3), Span::new(3, 5));
+        assert_eq!(source.char_at(4), Span::new(3, 5));
+        assert_eq!(source.char_at(7), Span::new(7, 7));
+        assert_eq!(source.char_at(99), Span::new(7, 7));
+        assert_eq!(source.snap(Span::new(4, 99)), Span::new(3, 7));
+    }
 
     #[test]
     fn positions_are_one_based_and_count_characters() {

@@ -198,7 +198,7 @@ impl<'s> PlanMapper<'s> {
             .block
             .and_then(|b| b.offset(self.source, line, byte_col))
         {
-            Some(at) => Span::new(at, at + 1),
+            Some(at) => self.source.char_at(at),
             None => self.value_span,
         }
     }
@@ -216,8 +216,35 @@ impl<'s> PlanMapper<'s> {
         let start = block.offset(self.source, line, span.start() - line_start);
         let end = block.offset(self.source, line, span.end().min(line_end) - line_start);
         match (start, end) {
-            (Some(s), Some(e)) => Span::new(s, e),
+            (Some(s), Some(e)) => self.source.snap(Span::new(s, e)),
             _ => self.value_span,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan cut short at the very end of the file: serde_json's error lies one past the last
+    /// byte, and the finding must still lie inside the file.
+    #[test]
+    fn a_plan_cut_at_the_end_of_the_file_is_located_inside_it() {
+        let text = "kind: ConfigMap\ndata:\n  plan.json: |\n    {\"owner\": \"é";
+        let Some(Parsed::Document(d)) = yaml::parse(text).into_iter().next() else {
+            panic!()
+        };
+        let source = Source::new(0, text);
+        let (plan, problems) = check(&d.root, "x", &source);
+        assert!(plan.is_none());
+        let [(span, message)] = problems.as_slice() else {
+            panic!("{problems:?}")
+        };
+        assert!(
+            message.starts_with("plan.json is not valid JSON"),
+            "{message}"
+        );
+        assert!(span.end() <= text.len() && text.is_char_boundary(span.start()));
+        assert_eq!(source.loc(*span).line, 4);
     }
 }
