@@ -225,6 +225,18 @@ fn check(args: CheckArgs) -> ExitCode {
             "standard input (`-`) can be read only once: as manifests or as --policy",
         );
     }
+    // Files named on the command line (a pre-commit hook's) have their programs checked on
+    // a thread of their own from here on, while the settings are read and the rules compiled.
+    let named: Vec<crate::input::InputFile> = args
+        .paths
+        .iter()
+        .filter(|p| std::path::Path::new(p).is_file())
+        .map(|p| crate::input::InputFile {
+            display: p.clone(),
+            origin: crate::input::Origin::File(p.into()),
+        })
+        .collect();
+    crate::checks::runtime::prewarm(&named);
     let flags = Flags {
         select: args.select.clone(),
         ignore: args.ignore.clone(),
@@ -392,9 +404,9 @@ fn lint(
             paths.join(", ")
         )));
     }
-    let engine = Engine::new(options).map_err(usage_error)?;
     // Standard input is read once, up front; the text report needs it again.
     let (files, stdin) = take_stdin(files);
+    let engine = Engine::new(options).map_err(usage_error)?;
     let outcome = engine.run(&files, errors);
     Ok((outcome, Texts { stdin }))
 }

@@ -168,6 +168,17 @@ pub fn describe_io(e: &std::io::Error) -> String {
 }
 
 /// Reads a file's bytes; standard input is read by the caller.
+/// The size of a file's bytes, where it is known without reading them.
+pub fn size(file: &InputFile) -> Option<usize> {
+    match &file.origin {
+        Origin::File(path) => std::fs::metadata(path)
+            .ok()
+            .and_then(|m| usize::try_from(m.len()).ok()),
+        Origin::Memory(bytes) => Some(bytes.len()),
+        Origin::Stdin => None,
+    }
+}
+
 pub fn read(file: &InputFile) -> Result<Vec<u8>, String> {
     match &file.origin {
         Origin::File(path) => std::fs::read(path).map_err(|e| describe_io(&e)),

@@ -97,7 +97,7 @@ mod walk;
 mod tests;
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use crate::wordhash::WordState;
 use std::ops::ControlFlow;
@@ -137,31 +137,41 @@ const CACHE_ENTRIES: usize = 256;
 /// Bytes of script text the cache keeps, at most.
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
 
-type Scripts = HashMap<Arc<str>, Arc<Vec<ScriptFinding>>, WordState>;
+/// Each script's findings, computed once: a thread asking for a script another thread is
+/// analysing waits for that analysis instead of repeating it.
+type Entry = Arc<OnceLock<Vec<ScriptFinding>>>;
+type Scripts = HashMap<Arc<str>, Entry, WordState>;
 static CACHE: LazyLock<Mutex<Scripts>> = LazyLock::new(Default::default);
 
 /// Checks one script. Never panics, whatever the input (binary junk, 50 MB, deep nesting).
 pub fn check_script(script: &str) -> Vec<ScriptFinding> {
-    if let Some(hit) = lock_cache().get(script) {
-        return hit.as_ref().clone();
+    if script.len() > CACHE_BYTES / 16 {
+        return analyse(script);
     }
-    // Analysed outside the lock so threads checking different scripts do not wait on each
-    // other; two threads racing on the same new script both analyse it once, which is harmless.
-    let findings = Arc::new(analyse(script));
-    if script.len() <= CACHE_BYTES / 16 {
+    let entry = {
         let mut cache = lock_cache();
-        let mut bytes: usize = cache.keys().map(|k| k.len()).sum();
-        // Any entries will do: the cache serves repeats of a few scripts, not an LRU workload.
-        while cache.len() >= CACHE_ENTRIES || bytes + script.len() > CACHE_BYTES {
-            let Some(old) = cache.keys().next().cloned() else {
-                break;
-            };
-            bytes -= old.len();
-            cache.remove(&old);
+        match cache.get(script) {
+            Some(entry) => Arc::clone(entry),
+            None => {
+                let mut bytes: usize = cache.keys().map(|k| k.len()).sum();
+                // Any entries will do: the cache serves repeats of a few scripts, not an LRU
+                // workload.
+                while cache.len() >= CACHE_ENTRIES || bytes + script.len() > CACHE_BYTES {
+                    let Some(old) = cache.keys().next().cloned() else {
+                        break;
+                    };
+                    bytes -= old.len();
+                    cache.remove(&old);
+                }
+                let entry = Entry::default();
+                cache.insert(script.into(), Arc::clone(&entry));
+                entry
+            }
         }
-        cache.insert(script.into(), Arc::clone(&findings));
-    }
-    findings.as_ref().clone()
+    };
+    // Analysed outside the lock, so threads checking different scripts do not wait on each
+    // other.
+    entry.get_or_init(|| analyse(script)).clone()
 }
 
 fn lock_cache() -> std::sync::MutexGuard<'static, Scripts> {
