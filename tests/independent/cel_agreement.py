@@ -599,7 +599,8 @@ def objects_of(value, node, first_line, out):
                     if isinstance(child, yaml.SequenceNode):
                         item_nodes = child.value
         for index, item in enumerate(items):
-            objects_of(item, item_nodes[index] if index < len(item_nodes) else None, first_line, out)
+            item_node = item_nodes[index] if index < len(item_nodes) else None
+            objects_of(item, item_node, first_line, out)
         return
     span = None
     if node is not None:
@@ -658,7 +659,8 @@ def read_objects(path, display):
                 value = loader.construct_document(node)
                 objects_of(to_json(value, display), node, first_line, out)
         except yaml.YAMLError as error:
-            raise SkipFile(f"{display}: PyYAML cannot read it ({error})".replace("\n", " ")) from error
+            said = str(error).replace("\n", " ")
+            raise SkipFile(f"{display}: PyYAML cannot read it ({said})") from error
         finally:
             loader.dispose()
     return out
@@ -712,7 +714,8 @@ def check_file(credlint, root, display, image):
         args += ["--credentials-image", image]
     out = subprocess.run(args + [display], cwd=root, capture_output=True, text=True)
     if out.returncode not in (0, 1):
-        raise Unsupported(f"credlint check {display} exited {out.returncode}: {out.stderr.strip()}")
+        said = out.stderr.strip()
+        raise Unsupported(f"credlint check {display} exited {out.returncode}: {said}")
     return json.loads(out.stdout)
 
 
@@ -727,19 +730,21 @@ def attribute(findings, objects, display, rules_of_interest):
         key = (ref.get("kind"), ref.get("namespace"), ref.get("name") or "")
         candidates = [i for i, (obj, _) in enumerate(objects) if reference(obj) == key]
         if len(candidates) > 1:
-            line, column = finding["line"], finding["column"]
+            # Several objects of one name in the file: the one whose text holds the finding.
+            at = (finding["line"], finding["column"])
             candidates = [
                 i
                 for i in candidates
                 if objects[i][1] is not None
-                and (objects[i][1][0], objects[i][1][1]) <= (line, column) <= (objects[i][1][2], objects[i][1][3])
+                and objects[i][1][:2] <= at <= objects[i][1][2:]
             ]
         if len(candidates) == 1:
             reported[candidates[0]].setdefault(finding["rule"], finding)
         elif finding["rule"] in rules_of_interest:
             lost.append(
                 f"{display}:{finding['line']}: credlint check reports {finding['rule']} on "
-                f"{key[0]} {key[1] or ''}/{key[2]}, which matches {len(candidates)} objects read here"
+                f"{key[0]} {key[1] or ''}/{key[2]}, which matches {len(candidates)} of the "
+                "objects read here"
             )
     return reported, lost
 
