@@ -109,6 +109,17 @@ def cel_split(text, separator, limit=None):
     return celtypes.ListType([celtypes.StringType(part) for part in go_split(text, separator, n)])
 
 
+# Where cel-python 0.5.0 itself departs from CEL as Kubernetes and Kyverno evaluate it (cel-go),
+# found while writing this check; none of it is patched, so a fixture that reaches one of these
+# shows up as a disagreement to look at, not as a silent pass:
+# - size(null) is 0 (cel-go: no such overload, an error);
+# - `a || b`, `a && b` evaluate both sides, and a macro (all, exists, map, filter) over null
+#   raises out of the whole expression, where cel-go would absorb the error (`true || e`);
+#   e.g. `resourceNames: ~` on a Role's create rule;
+# - int(string) takes Python's literals (' 5', '0x10', '1_000'); the policies only call int()
+#   on text a regex has checked;
+# - 1 == 1.0 and 1 == 'a' are errors (cel-go: true and false).
+
 ENVIRONMENT = celpy.Environment()
 
 
