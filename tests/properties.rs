@@ -310,21 +310,7 @@ fn the_policies_agree_with_the_linter_on_every_generated_object() {
                 credlint::object::objects(&doc.root, &mut list);
                 for obj in list {
                     // A finding names its object; an alias may place it in another one's text.
-                    let reference = obj.reference();
-                    let span = obj.root.span;
-                    let reported: BTreeSet<&str> = outcome
-                        .findings
-                        .iter()
-                        .filter(|f| match &f.object {
-                            Some(o) => *o == reference,
-                            None => {
-                                f.loc.file == file
-                                    && f.loc.span.start >= span.start
-                                    && f.loc.span.end <= span.end
-                            }
-                        })
-                        .map(|f| f.rule.as_str())
-                        .collect();
+                    let reported = testkit::invariants::rules_on(&outcome, file, &obj);
                     // The API server refuses these before any policy sees them.
                     if reported.contains("schema") || reported.contains("yaml-syntax") {
                         continue;

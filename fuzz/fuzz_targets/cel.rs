@@ -21,7 +21,6 @@ use credlint::testkit::Choices;
 use credlint::yaml::{self, Parsed};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
 
 const TARGETS: &str = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: o-credentials-0123abcd\n  \
 annotations: {argocd.argoproj.io/hook: PreSync, argocd.argoproj.io/sync-wave: '1'}\nspec:\n  \
@@ -128,16 +127,7 @@ fn objects(text: &str) {
             credlint::object::objects(&doc.root, &mut list);
             for obj in list {
                 let reference = obj.reference();
-                let span = obj.root.span;
-                let reported: BTreeSet<&str> = outcome
-                    .findings
-                    .iter()
-                    .filter(|f| match &f.object {
-                        Some(o) => *o == reference,
-                        None => f.loc.span.start >= span.start && f.loc.span.end <= span.end,
-                    })
-                    .map(|f| f.rule.as_str())
-                    .collect();
+                let reported = credlint::testkit::invariants::rules_on(&outcome, 0, &obj);
                 // The API server refuses these before any policy sees them: a schema problem,
                 // a document that does not parse, an object without a name.
                 if reported.contains("schema")

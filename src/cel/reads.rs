@@ -309,12 +309,10 @@ impl Analysis<'_> {
             }
             ("value", Some(target), []) => self.expr(target, scope),
             // A string tested against a literal: only the outcome is read.
-            (f, Some(target), [arg]) if literal_string(arg).is_some() => {
-                let literal = literal_string(arg).unwrap_or_default();
-                match Test::of(f, literal) {
-                    Some(test) => self.test(target, test, scope),
-                    None => self.use_all(c, scope),
-                }
+            (f, Some(target), [arg])
+                if let Some(test) = literal_string(arg).and_then(|l| Test::of(f, l)) =>
+            {
+                self.test(target, test, scope)
             }
             ("matches", None, [text, arg]) if literal_string(arg).is_some() => {
                 let test = Test::Matches(literal_string(arg).unwrap_or_default().to_string());

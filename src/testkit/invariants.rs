@@ -40,6 +40,28 @@ pub fn locations_inside(outcome: &Outcome, files: &[(String, String)]) {
     }
 }
 
+/// The rules reported on `object` of file `file`: a finding names its object; one without
+/// (a YAML or text finding) belongs to the object whose text holds it.
+pub fn rules_on<'o>(
+    outcome: &'o Outcome,
+    file: usize,
+    object: &crate::object::Object,
+) -> std::collections::BTreeSet<&'o str> {
+    let reference = object.reference();
+    let span = object.root.span;
+    outcome
+        .findings
+        .iter()
+        .filter(|f| match &f.object {
+            Some(o) => *o == reference,
+            None => {
+                f.loc.file == file && f.loc.span.start >= span.start && f.loc.span.end <= span.end
+            }
+        })
+        .map(|f| f.rule.as_str())
+        .collect()
+}
+
 /// The JSON report, as `--format json` writes it.
 pub fn report(outcome: &Outcome) -> Vec<u8> {
     let mut out = Vec::new();
