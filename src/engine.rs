@@ -82,6 +82,8 @@ pub struct Engine {
     conditions: HashMap<&'static str, (Compiled, usize)>,
     /// Verdicts by the projection of the object each program can observe, one per program.
     verdicts: Vec<crate::verdicts::VerdictCache>,
+    /// Schema verdicts (clean or not) by the shape of the object (`schema::shape`).
+    shapes: crate::verdicts::VerdictCache<bool>,
     options: Options,
 }
 
@@ -183,6 +185,7 @@ impl Engine {
             rule_set,
             conditions,
             verdicts,
+            shapes: crate::verdicts::VerdictCache::default(),
             options,
         })
     }
@@ -530,7 +533,7 @@ impl Engine {
         let bundle = bundle.as_deref();
 
         let schema_issues = match member_kind {
-            Some(_) => crate::schema::check(obj.root, obj.api_version, obj.kind),
+            Some(_) => self.schema_check(obj),
             None => Vec::new(),
         };
         // The API server refuses an object with a schema error before any policy sees it, so a
@@ -606,6 +609,31 @@ impl Engine {
             _ => {}
         }
         members.push(members::member(obj, kind, source, plan, self.options.keep));
+    }
+
+    /// The schema check, done once per shape of object: the members of a clean render differ in
+    /// names, which the check does not read.
+    fn schema_check(&self, obj: &Object) -> Vec<crate::schema::SchemaIssue> {
+        let check = || crate::schema::check(obj.root, obj.api_version, obj.kind);
+        if !crate::schema::has_shape(obj.root) {
+            return check();
+        }
+        let mut found = None;
+        let clean = self.shapes.get_or(
+            |key| crate::schema::shape(obj.root, obj.api_version, obj.kind, key),
+            || {
+                let issues = check();
+                let clean = issues.is_empty();
+                found = Some(issues);
+                clean
+            },
+        );
+        match found {
+            Some(issues) => issues,
+            None if clean => Vec::new(),
+            // Known to fail: the issues carry this object's places and words.
+            None => check(),
+        }
     }
 
     /// The findings of the `--policy` policies on an object.

@@ -50,6 +50,66 @@ pub fn is_checked(api_version: &str, kind: &str) -> bool {
     checker(api_version, kind).is_some()
 }
 
+/// Whether an object's verdict follows from its `shape` alone: a ConfigMap's `binaryData` is
+/// checked as base64, so its strings' text matters.
+pub fn has_shape(root: &Node<'_>) -> bool {
+    root.get("binaryData").is_none()
+}
+
+/// The object as this check sees it, written to `out` to key a cache of verdicts: the kind,
+/// every key, the type of every value, numbers and booleans exactly, and a string's text only
+/// where the text can change the verdict. Only `Quantity` and `Time` look into a string read
+/// into a field, and both refuse one that does not start with a digit, a sign or a point; any
+/// other string reads alike into every field (k8s-openapi has no string enums in these kinds).
+/// Two objects with the same shape, where `has_shape` holds, are both clean or both not.
+pub fn shape(root: &Node<'_>, api_version: &str, kind: &str, out: &mut Vec<u8>) {
+    text(api_version, out);
+    text(kind, out);
+    node_shape(root, out);
+}
+
+fn text(s: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn node_shape(node: &Node<'_>, out: &mut Vec<u8>) {
+    match &node.value {
+        Value::Null => out.push(b'n'),
+        Value::Bool(b) => out.push(if *b { b't' } else { b'f' }),
+        Value::Int(i) => {
+            out.push(b'i');
+            out.extend_from_slice(&i.to_le_bytes());
+        }
+        Value::Float(f) => {
+            out.push(b'd');
+            out.extend_from_slice(&f.to_bits().to_le_bytes());
+        }
+        Value::Str(s) => match s.as_bytes().first() {
+            Some(b) if !matches!(b, b'0'..=b'9' | b'+' | b'-' | b'.') => out.push(b's'),
+            _ => {
+                out.push(b'S');
+                text(s, out);
+            }
+        },
+        Value::Seq(items) => {
+            out.push(b'[');
+            out.extend_from_slice(&(items.len() as u64).to_le_bytes());
+            for item in items {
+                node_shape(item, out);
+            }
+        }
+        Value::Map(entries) => {
+            out.push(b'{');
+            out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+            for entry in entries {
+                text(&entry.key, out);
+                node_shape(&entry.value, out);
+            }
+        }
+    }
+}
+
 fn run<T: DeserializeOwned>(root: &Node<'_>, kind: &str) -> Vec<SchemaIssue> {
     let mut cx = Context::go_json().with_newtype_check(check_newtype);
     let mut issues = Vec::new();

@@ -1,6 +1,7 @@
 //! Verdicts of one program remembered by the projection of the object it observes
 //! (`cel::reads`): a clean render repeats a handful of shapes across thousands of bundles, so
-//! most objects are decided by one lookup instead of an evaluation.
+//! most objects are decided by one lookup instead of an evaluation. The schema check keeps its
+//! verdicts (clean or not) the same way, by the shape of the object (`schema::shape`).
 //!
 //! Keys are kept exactly, not as digests, so two projections can never be confused.
 
@@ -18,17 +19,28 @@ const TRIAL: usize = 256;
 const MAX_KEY: usize = 4096;
 const MAX_BYTES: usize = 256 * 1024;
 
-#[derive(Default)]
-pub struct VerdictCache {
-    known: Mutex<Known>,
+pub struct VerdictCache<V = Verdict> {
+    known: Mutex<Known<V>>,
     lookups: AtomicUsize,
     hits: AtomicUsize,
 }
 
-#[derive(Default)]
-struct Known {
-    map: HashMap<Box<[u8]>, Verdict, WordState>,
+struct Known<V> {
+    map: HashMap<Box<[u8]>, V, WordState>,
     bytes: usize,
+}
+
+impl<V> Default for VerdictCache<V> {
+    fn default() -> Self {
+        VerdictCache {
+            known: Mutex::new(Known {
+                map: HashMap::default(),
+                bytes: 0,
+            }),
+            lookups: AtomicUsize::new(0),
+            hits: AtomicUsize::new(0),
+        }
+    }
 }
 
 thread_local! {
@@ -36,13 +48,9 @@ thread_local! {
     static KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-impl VerdictCache {
+impl<V: Clone> VerdictCache<V> {
     /// The verdict for the projection `write` produces, from the cache or from `decide`.
-    pub fn get_or(
-        &self,
-        write: impl FnOnce(&mut Vec<u8>),
-        decide: impl FnOnce() -> Verdict,
-    ) -> Verdict {
+    pub fn get_or(&self, write: impl FnOnce(&mut Vec<u8>), decide: impl FnOnce() -> V) -> V {
         let lookups = self.lookups.fetch_add(1, Relaxed);
         if lookups >= TRIAL && self.hits.load(Relaxed) * 8 < lookups {
             return decide();
@@ -64,7 +72,7 @@ impl VerdictCache {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Known<V>> {
         // A panic while holding the lock leaves a map that is whole, so it stays usable.
         self.known.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -76,7 +84,7 @@ mod tests {
 
     #[test]
     fn a_verdict_is_decided_once_per_projection() {
-        let cache = VerdictCache::default();
+        let cache: VerdictCache = VerdictCache::default();
         let calls = std::cell::Cell::new(0);
         let decide = |v: Verdict| {
             calls.set(calls.get() + 1);
@@ -92,7 +100,7 @@ mod tests {
 
     #[test]
     fn a_program_that_never_repeats_stops_being_cached() {
-        let cache = VerdictCache::default();
+        let cache: VerdictCache = VerdictCache::default();
         for i in 0..TRIAL * 2 {
             cache.get_or(|k| k.extend_from_slice(&i.to_le_bytes()), || Verdict::Pass);
         }
@@ -102,7 +110,7 @@ mod tests {
 
     #[test]
     fn long_projections_are_decided_every_time() {
-        let cache = VerdictCache::default();
+        let cache: VerdictCache = VerdictCache::default();
         let long = |k: &mut Vec<u8>| k.resize(MAX_KEY + 1, 7);
         cache.get_or(long, || Verdict::Pass);
         assert_eq!(cache.get_or(long, || Verdict::Deny), Verdict::Deny);
