@@ -3,8 +3,9 @@
 //! findings sorted.
 
 use crate::bundle::{self, Bundle, Member, MemberKind, Owner};
-use crate::catalog::{Catalog, Resource, Validation};
-use crate::cel::{Cel, Compiled, RuleSet, Verdict, reads};
+use crate::catalog::{Catalog, RESOURCES, Resource, Validation};
+use crate::cel::reads::{self, Pattern};
+use crate::cel::{Cel, Compiled, RuleSet, Verdict};
 use crate::checks::{Emit, bundle_rules, plan, text, wiring};
 use crate::input::{self, InputError, InputFile};
 use crate::locate::span_for;
@@ -12,6 +13,7 @@ use crate::members::{self, Keep};
 use crate::model::{Finding, ObjectRef, Severity, bundle_id};
 use crate::object::{self, Object};
 use crate::source::Source;
+use crate::verdicts::{ObjectVerdicts, VerdictCache, Verdicts};
 use crate::yaml::{self, Node, Parsed, Span};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -82,9 +84,22 @@ pub struct Engine {
     conditions: HashMap<&'static str, (Compiled, usize)>,
     /// Verdicts by the projection of the object each program can observe, one per program.
     verdicts: Vec<crate::verdicts::VerdictCache>,
+    /// Per resource (as in `RESOURCES`), the programs its objects can need.
+    profiles: Vec<Profile>,
     /// Schema verdicts (clean or not) by the shape of the object (`schema::shape`).
     shapes: crate::verdicts::VerdictCache<bool>,
     options: Options,
+}
+
+/// The programs that can run on objects of one resource.
+struct Profile {
+    resource: &'static Resource,
+    /// The rules for the resource, by index in `Engine::rules`.
+    rules: Vec<usize>,
+    /// What the member condition, the rules' conditions and their validations read, together.
+    pattern: Pattern,
+    /// All the verdicts an object needed, by its key on `pattern`.
+    verdicts: VerdictCache<Verdicts>,
 }
 
 /// What linting one file leaves behind.
@@ -177,6 +192,29 @@ impl Engine {
         let verdicts = (0..slots)
             .map(|_| crate::verdicts::VerdictCache::default())
             .collect();
+        let profiles = RESOURCES
+            .iter()
+            .map(|resource| {
+                let ids: Vec<usize> = (0..rules.len())
+                    .filter(|&i| rules[i].resources.contains(&resource))
+                    .collect();
+                let member = MemberKind::of(resource.kind).map(|_| MEMBER_CONDITION);
+                let conditions = member
+                    .into_iter()
+                    .chain(ids.iter().filter_map(|&i| rules[i].condition))
+                    .filter_map(|name| conditions.get(name))
+                    .map(|(c, _)| &c.pattern);
+                let validations = ids
+                    .iter()
+                    .flat_map(|&i| rules[i].validations.iter().map(|(c, _, _)| &c.pattern));
+                Profile {
+                    resource,
+                    pattern: Pattern::union(conditions.chain(validations)),
+                    rules: ids,
+                    verdicts: VerdictCache::default(),
+                }
+            })
+            .collect();
         Ok(Engine {
             pool: std::sync::OnceLock::new(),
             catalog,
@@ -185,6 +223,7 @@ impl Engine {
             rule_set,
             conditions,
             verdicts,
+            profiles,
             shapes: crate::verdicts::VerdictCache::default(),
             options,
         })
@@ -506,20 +545,18 @@ impl Engine {
         members: &mut Vec<Member>,
         header_lines: &mut Vec<usize>,
     ) {
-        let Some(resource) = Resource::of(obj.api_version, obj.kind) else {
+        let profile = Resource::of(obj.api_version, obj.kind)
+            .and_then(|r| self.profiles.iter().find(|p| p.resource == r));
+        let Some(profile) = profile else {
             self.policies(obj, source, emit, None, true);
             return;
         };
         let mut bound = None;
-        let mut conditions: HashMap<&str, bool> = HashMap::new();
-        let mut holds = |name: &'static str, bound: &mut Option<crate::cel::Bound>| {
-            *conditions.entry(name).or_insert_with(|| {
-                self.conditions.get(name).is_some_and(|(compiled, slot)| {
-                    self.decide(compiled, *slot, obj.root, bound) == Verdict::Pass
-                })
-            })
-        };
-        let member_kind = MemberKind::of(obj.kind).filter(|_| holds(MEMBER_CONDITION, &mut bound));
+        let mut verdicts = ObjectVerdicts::new(&profile.verdicts, self.verdicts.len(), |key| {
+            reads::key(obj.root, &profile.pattern, key)
+        });
+        let member_kind = MemberKind::of(obj.kind)
+            .filter(|_| self.holds(MEMBER_CONDITION, obj, &mut bound, &mut verdicts));
         let reference = obj.reference();
         let owner = member_kind.map(|kind| match kind {
             MemberKind::Job => match members::job_owner(obj.root, obj.name.unwrap_or("")) {
@@ -549,16 +586,26 @@ impl Engine {
             );
         }
         self.policies(obj, source, emit, bundle, admitted);
-        for rule in &self.rules {
-            if !rule.resources.contains(&resource)
-                || rule.condition.is_some_and(|c| !holds(c, &mut bound))
+        for rule in profile.rules.iter().filter_map(|&i| self.rules.get(i)) {
+            if rule
+                .condition
+                .is_some_and(|c| !self.holds(c, obj, &mut bound, &mut verdicts))
             {
                 continue;
             }
             self.object_rule(
-                rule, obj, &mut bound, source, emit, &reference, bundle, admitted,
+                rule,
+                obj,
+                &mut bound,
+                &mut verdicts,
+                source,
+                emit,
+                &reference,
+                bundle,
+                admitted,
             );
         }
+        verdicts.finish();
 
         let Some(kind) = member_kind else { return };
         let owner = owner.unwrap_or_default();
@@ -636,6 +683,19 @@ impl Engine {
         }
     }
 
+    /// Whether the named match condition holds for `obj`.
+    fn holds(
+        &self,
+        name: &str,
+        obj: &Object,
+        bound: &mut Option<crate::cel::Bound>,
+        verdicts: &mut ObjectVerdicts,
+    ) -> bool {
+        self.conditions.get(name).is_some_and(|(compiled, slot)| {
+            verdicts.get(*slot, || self.decide(compiled, *slot, obj.root, bound)) == Verdict::Pass
+        })
+    }
+
     /// The findings of the `--policy` policies on an object.
     fn policies(
         &self,
@@ -660,6 +720,7 @@ impl Engine {
         rule: &ObjectRule,
         obj: &Object,
         bound: &mut Option<crate::cel::Bound>,
+        verdicts: &mut ObjectVerdicts,
         source: &Source,
         emit: &mut Emit,
         reference: &ObjectRef,
@@ -667,7 +728,7 @@ impl Engine {
         admitted: bool,
     ) {
         for (compiled, validation, slot) in &rule.validations {
-            let verdict = self.decide(compiled, *slot, obj.root, bound);
+            let verdict = verdicts.get(*slot, || self.decide(compiled, *slot, obj.root, bound));
             if verdict == Verdict::Pass || (!admitted && matches!(verdict, Verdict::Error(_))) {
                 continue;
             }

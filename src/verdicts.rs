@@ -9,6 +9,7 @@ use crate::cel::Verdict;
 use crate::wordhash::WordState;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -46,30 +47,133 @@ impl<V> Default for VerdictCache<V> {
 thread_local! {
     /// The key being built, reused so a lookup allocates nothing.
     static KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// The key of the object whose verdicts are being decided (`ObjectVerdicts`).
+    static OBJECT_KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Every verdict one object needed, by program slot.
+pub type Verdicts = Arc<[Option<Verdict>]>;
+
+/// The verdicts of the programs run on one object, looked up once under the object's key on
+/// the union of what they read (`Pattern::union`): an object with that key needs the same
+/// programs and gets the same verdicts. On a miss they are decided one by one (each program
+/// with its own cache) and kept together when the object is done.
+pub struct ObjectVerdicts<'c> {
+    cache: &'c VerdictCache<Verdicts>,
+    key: Vec<u8>,
+    known: Option<Verdicts>,
+    /// Decided for this object; `None` when nothing will be kept (hit, or cache off).
+    fresh: Option<Vec<Option<Verdict>>>,
+    /// Decided for this object while the cache is off (a condition asked by several rules).
+    asked: Vec<(usize, Verdict)>,
+}
+
+impl<'c> ObjectVerdicts<'c> {
+    pub fn new(
+        cache: &'c VerdictCache<Verdicts>,
+        slots: usize,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> ObjectVerdicts<'c> {
+        let mut key = OBJECT_KEY.take();
+        key.clear();
+        let (known, fresh) = if cache.off() {
+            (None, None)
+        } else {
+            write(&mut key);
+            match cache.find(&key) {
+                Found::Hit(v) => (Some(v), None),
+                Found::Miss => (None, Some(vec![None; slots])),
+                Found::Off => (None, None),
+            }
+        };
+        ObjectVerdicts {
+            cache,
+            key,
+            known,
+            fresh,
+            asked: Vec::new(),
+        }
+    }
+
+    /// The verdict of the program in `slot`: known for this object, or from `decide`.
+    pub fn get(&mut self, slot: usize, decide: impl FnOnce() -> Verdict) -> Verdict {
+        if let Some(Some(v)) = self.known.as_ref().and_then(|k| k.get(slot)) {
+            return v.clone();
+        }
+        if let Some(cell) = self.fresh.as_mut().and_then(|f| f.get_mut(slot)) {
+            return cell.get_or_insert_with(decide).clone();
+        }
+        if let Some((_, v)) = self.asked.iter().find(|(s, _)| *s == slot) {
+            return v.clone();
+        }
+        let v = decide();
+        self.asked.push((slot, v.clone()));
+        v
+    }
+
+    /// Keeps what a miss decided, for the next object with this key.
+    pub fn finish(self) {
+        if let Some(fresh) = self.fresh {
+            self.cache.keep(&self.key, fresh.into());
+        }
+        OBJECT_KEY.set(self.key);
+    }
+}
+
+/// What a cache knows of a key.
+pub enum Found<V> {
+    Hit(V),
+    /// Not known; worth keeping once decided.
+    Miss,
+    /// The cache has stopped keeping verdicts: its keys do not repeat.
+    Off,
 }
 
 impl<V: Clone> VerdictCache<V> {
     /// The verdict for the projection `write` produces, from the cache or from `decide`.
     pub fn get_or(&self, write: impl FnOnce(&mut Vec<u8>), decide: impl FnOnce() -> V) -> V {
-        let lookups = self.lookups.fetch_add(1, Relaxed);
-        if lookups >= TRIAL && self.hits.load(Relaxed) * 8 < lookups {
+        if self.off() {
             return decide();
         }
         KEY.with_borrow_mut(|key| {
             key.clear();
             write(key);
-            if let Some(v) = self.lock().map.get(key.as_slice()) {
-                self.hits.fetch_add(1, Relaxed);
-                return v.clone();
+            if let Found::Hit(v) = self.find(key) {
+                return v;
             }
             let verdict = decide();
-            let mut known = self.lock();
-            if key.len() <= MAX_KEY && known.bytes + key.len() <= MAX_BYTES {
-                known.bytes += key.len();
-                known.map.insert(key.as_slice().into(), verdict.clone());
-            }
+            self.keep(key, verdict.clone());
             verdict
         })
+    }
+
+    fn off(&self) -> bool {
+        let lookups = self.lookups.load(Relaxed);
+        lookups >= TRIAL && self.hits.load(Relaxed) * 8 < lookups
+    }
+
+    /// Looks `key` up (and counts the lookup toward the cache's trial).
+    pub fn find(&self, key: &[u8]) -> Found<V> {
+        if self.off() {
+            return Found::Off;
+        }
+        self.lookups.fetch_add(1, Relaxed);
+        match self.lock().map.get(key) {
+            Some(v) => {
+                self.hits.fetch_add(1, Relaxed);
+                Found::Hit(v.clone())
+            }
+            None => Found::Miss,
+        }
+    }
+
+    /// Keeps the verdict decided for `key`, within the cache's bounds.
+    pub fn keep(&self, key: &[u8], verdict: V) {
+        let mut known = self.lock();
+        if key.len() <= MAX_KEY && known.bytes + key.len() <= MAX_BYTES {
+            known.bytes += key.len();
+            known.map.insert(key.into(), verdict);
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Known<V>> {
@@ -106,6 +210,36 @@ mod tests {
         }
         let kept = cache.lock().map.len();
         assert_eq!(kept, TRIAL);
+    }
+
+    #[test]
+    fn an_objects_verdicts_are_kept_together_and_decided_once() {
+        let cache: VerdictCache<Verdicts> = VerdictCache::default();
+        let calls = std::cell::Cell::new(0);
+        let decide = |v: Verdict| {
+            calls.set(calls.get() + 1);
+            v
+        };
+        let object = |k: &mut Vec<u8>| k.extend_from_slice(b"object a");
+        // A miss: each program decided once, however often it is asked.
+        let mut first = ObjectVerdicts::new(&cache, 3, object);
+        assert_eq!(first.get(0, || decide(Verdict::Pass)), Verdict::Pass);
+        assert_eq!(first.get(0, || decide(Verdict::Deny)), Verdict::Pass);
+        assert_eq!(first.get(2, || decide(Verdict::Deny)), Verdict::Deny);
+        first.finish();
+        assert_eq!(calls.get(), 2);
+        // The next object with that key is decided by the lookup alone.
+        let mut second = ObjectVerdicts::new(&cache, 3, object);
+        assert_eq!(second.get(0, || decide(Verdict::Deny)), Verdict::Pass);
+        assert_eq!(second.get(2, || decide(Verdict::Pass)), Verdict::Deny);
+        // A program the first object never needed is decided, not invented.
+        assert_eq!(second.get(1, || decide(Verdict::Deny)), Verdict::Deny);
+        second.finish();
+        assert_eq!(calls.get(), 3);
+        // Another key knows nothing.
+        let mut other = ObjectVerdicts::new(&cache, 3, |k| k.extend_from_slice(b"object b"));
+        assert_eq!(other.get(0, || decide(Verdict::Deny)), Verdict::Deny);
+        assert_eq!(calls.get(), 4);
     }
 
     #[test]

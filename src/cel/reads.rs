@@ -76,6 +76,16 @@ enum Step {
 type Path = Vec<Step>;
 
 impl Pattern {
+    /// What any of `patterns` reads: equal keys on the union mean equal keys on each of them,
+    /// so one lookup can stand for all their verdicts.
+    pub fn union<'p>(patterns: impl IntoIterator<Item = &'p Pattern>) -> Pattern {
+        let mut all = Pattern::Nothing;
+        for p in patterns {
+            all.merge(p.clone());
+        }
+        all
+    }
+
     fn merge(&mut self, other: Pattern) {
         let this = std::mem::take(self);
         *self = match (this, other) {

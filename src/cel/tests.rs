@@ -1,3 +1,4 @@
+use super::reads::Pattern;
 use super::*;
 use crate::locate::{Seg, span_for};
 use crate::yaml::{Parsed, parse};
@@ -245,34 +246,8 @@ fn shipped_programs(cel: &Cel) -> (RuleSet, Vec<(String, super::ruleset::Compile
 fn equal_projections_give_equal_verdicts_on_every_fixture_object() {
     let cel = Cel::new();
     let (rules, programs) = shipped_programs(&cel);
-    let mut texts = Vec::new();
-    let mut stack = vec![std::path::PathBuf::from("fixtures")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "yaml") {
-                // Fixtures of bad bytes are the loader's business.
-                let Ok(text) = std::fs::read_to_string(&path) else {
-                    continue;
-                };
-                // Renamed owners, and a name that is no longer a credentials name.
-                texts.push(text.replace("-credentials", "x-credentials"));
-                texts.push(text.replace("-credentials", "-credential"));
-                texts.push(text);
-            }
-        }
-    }
-    let mut objects = Vec::new();
-    for text in &texts {
-        for parsed in parse(text) {
-            if let Parsed::Document(d) = parsed {
-                objects.push(d.root);
-            }
-        }
-    }
-    assert!(objects.len() > 500, "{}", objects.len());
+    let texts = fixture_texts();
+    let objects = objects_of(&texts);
     let mut shared = 0;
     for (name, compiled) in &programs {
         let mut seen: std::collections::HashMap<Vec<u8>, Verdict> = Default::default();
@@ -307,6 +282,87 @@ fn equal_projections_give_equal_verdicts_on_every_fixture_object() {
         .collect();
     assert_eq!(keys[0], keys[1]);
     assert_ne!(keys[1], keys[2]);
+}
+
+/// Every fixture file's text, and copies renamed so that names alone differ: owners renamed,
+/// and names that are no longer credentials names.
+fn fixture_texts() -> Vec<String> {
+    let mut texts = Vec::new();
+    let mut stack = vec![std::path::PathBuf::from("fixtures")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml") {
+                // Fixtures of bad bytes are the loader's business.
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                texts.push(text.replace("-credentials", "x-credentials"));
+                texts.push(text.replace("-credentials", "-credential"));
+                texts.push(text);
+            }
+        }
+    }
+    texts
+}
+
+fn objects_of(texts: &[String]) -> Vec<Node<'_>> {
+    let mut objects = Vec::new();
+    for text in texts {
+        for parsed in parse(text) {
+            if let Parsed::Document(d) = parsed {
+                objects.push(d.root);
+            }
+        }
+    }
+    assert!(objects.len() > 500, "{}", objects.len());
+    objects
+}
+
+/// The engine looks an object's verdicts up once, by its key on the union of what its programs
+/// read: that key must decide every program's own key. Checked for the union of all shipped
+/// programs and of each rule's, on every fixture object and renamed copies. Making a union
+/// forget a test on a name (e.g. `Tests` merging to the first set) fails it.
+#[test]
+fn a_key_on_a_union_decides_the_key_of_each_part() {
+    let cel = Cel::new();
+    let (_, programs) = shipped_programs(&cel);
+    let texts = fixture_texts();
+    let objects = objects_of(&texts);
+    let mut groups: Vec<Vec<&Pattern>> = vec![programs.iter().map(|(_, c)| &c.pattern).collect()];
+    let mut by_rule: std::collections::BTreeMap<&str, Vec<&Pattern>> = Default::default();
+    for (name, compiled) in &programs {
+        let rule = name.split('#').next().unwrap_or(name);
+        by_rule.entry(rule).or_default().push(&compiled.pattern);
+    }
+    groups.extend(by_rule.into_values());
+    let mut shared = 0;
+    for parts in &groups {
+        let union = Pattern::union(parts.iter().copied());
+        let mut seen: std::collections::HashMap<Vec<u8>, Vec<Vec<u8>>> = Default::default();
+        for object in &objects {
+            let mut key = Vec::new();
+            reads::key(object, &union, &mut key);
+            let keys: Vec<Vec<u8>> = parts
+                .iter()
+                .map(|p| {
+                    let mut k = Vec::new();
+                    reads::key(object, p, &mut k);
+                    k
+                })
+                .collect();
+            match seen.get(&key) {
+                Some(first) => assert_eq!(*first, keys, "{union:?}"),
+                None => {
+                    seen.insert(key, keys);
+                }
+            }
+        }
+        shared += objects.len() - seen.len();
+    }
+    assert!(shared > objects.len(), "{shared}");
 }
 
 fn root_owned(text: &str) -> Node<'static> {

@@ -750,7 +750,8 @@ fn objects_of_one_shape_get_one_verdict() {
         }
     }
     let letter_led = |s: &str| s.starts_with(|c: char| c.is_ascii_alphabetic());
-    let variants: [&dyn Fn(&str) -> Option<String>; 4] = [
+    type Rewrite<'f> = &'f dyn Fn(&str) -> Option<String>;
+    let variants: [Rewrite; 4] = [
         &|_| None,
         &|s| letter_led(s).then(|| "z".to_string()),
         &|s| letter_led(s).then(|| format!("Q{}:=!", s.len())),
