@@ -6,6 +6,7 @@ use crate::bundle::{self, Bundle, Member, MemberKind, Owner};
 use crate::catalog::{Catalog, RESOURCES, Resource, Validation};
 use crate::cel::reads::{self, Pattern};
 use crate::cel::{Cel, Compiled, RuleSet, Verdict};
+use crate::checks::runtime::{self, Checked};
 use crate::checks::{Emit, bundle_rules, plan, text, wiring};
 use crate::input::{self, InputError, InputFile};
 use crate::locate::span_for;
@@ -100,6 +101,13 @@ struct Profile {
     pattern: Pattern,
     /// All the verdicts an object needed, by its key on `pattern`.
     verdicts: VerdictCache<Verdicts>,
+}
+
+/// A create.py another thread is analysing, taken up after the rest of its documents.
+struct Waiting {
+    later: runtime::Later,
+    reference: ObjectRef,
+    bundle: Option<String>,
 }
 
 /// What linting one file leaves behind.
@@ -270,35 +278,44 @@ impl Engine {
         let mut bundle_emit = Emit::new(self.catalog);
         let mut ignores = Vec::new();
         let mut summary = Summary::default();
-        let pool = self.pool.get_or_init(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(self.options.threads.unwrap_or(0))
-                .build()
-                .ok()
-        });
+        // One small file (a pre-commit hook's) is linted on this thread: starting threads and
+        // handing it over would cost more than it saves.
+        let alone = inputs.len() == 1
+            && inputs
+                .first()
+                .and_then(input::size)
+                .is_some_and(|n| n <= SEGMENT_BYTES);
+        let pool = match alone {
+            true => &None,
+            false => self.pool.get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(self.options.threads.unwrap_or(0))
+                    .build()
+                    .ok()
+            }),
+        };
         // Files are linted a window at a time and merged in input order before the next window,
         // so a 4,000-file tree never holds more than a window's results at once. A window of 64
         // files per thread keeps the threads' hand-overs (a wake-up each) to a few dozen.
         let window = pool.as_ref().map_or(1, |p| p.current_num_threads()) * 64;
         let mut results: Vec<Result<FileOut, String>> = Vec::new();
         let mut next_input = 0;
+        let lint_file = |id: usize| -> Result<FileOut, String> {
+            let started = std::time::Instant::now();
+            let bytes = input::read(&inputs[id])?;
+            let read = started.elapsed();
+            let mut out = self.lint_bytes(id, &bytes);
+            out.timings.read += read;
+            Ok(out)
+        };
         let mut next = || -> Vec<Result<FileOut, String>> {
             let end = (next_input + window).min(inputs.len());
             let range = next_input..end;
             next_input = end;
-            let lint = || {
-                range
-                    .into_par_iter()
-                    .map(|id| {
-                        let started = std::time::Instant::now();
-                        let bytes = input::read(&inputs[id])?;
-                        let read = started.elapsed();
-                        let mut out = self.lint_bytes(id, &bytes);
-                        out.timings.read += read;
-                        Ok(out)
-                    })
-                    .collect()
-            };
+            if alone {
+                return range.map(lint_file).collect();
+            }
+            let lint = || range.into_par_iter().map(lint_file).collect();
             match pool {
                 Some(pool) => pool.install(lint),
                 // Without a pool of its own the run uses rayon's global one.
@@ -427,10 +444,9 @@ impl Engine {
                 start = i + 1;
             }
         }
-        let parts: Vec<(FileOut, Vec<usize>)> = segments
-            .par_iter()
-            .map(|seg| self.lint_documents(&source, &ranges[seg.clone()], invalid))
-            .collect();
+        let parts: Vec<(FileOut, Vec<usize>)> = each_segment(&segments, |seg| {
+            self.lint_documents(&source, &ranges[seg.clone()], invalid)
+        });
         let mut out = FileOut::default();
         let mut header_lines = Vec::new();
         out.timings.parse += cut;
@@ -444,19 +460,16 @@ impl Engine {
             header_lines.extend(lines);
         }
         let scanning = std::time::Instant::now();
-        let pragmas: Vec<Vec<Finding>> = segments
-            .par_iter()
-            .map(|seg| {
-                let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;
-                let mut problems = Vec::new();
-                text::misplaced_pragmas(&source, bytes, &header_lines, &mut problems);
-                let mut emit = Emit::new(self.catalog);
-                for (rule, span, message) in problems {
-                    emit.add(rule, source.loc(span), message, None, None);
-                }
-                emit.findings
-            })
-            .collect();
+        let pragmas: Vec<Vec<Finding>> = each_segment(&segments, |seg| {
+            let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;
+            let mut problems = Vec::new();
+            text::misplaced_pragmas(&source, bytes, &header_lines, &mut problems);
+            let mut emit = Emit::new(self.catalog);
+            for (rule, span, message) in problems {
+                emit.add(rule, source.loc(span), message, None, None);
+            }
+            emit.findings
+        });
         out.findings.extend(pragmas.into_iter().flatten());
         out.timings.rules += scanning.elapsed();
         out
@@ -474,6 +487,7 @@ impl Engine {
         let mut out = FileOut::default();
         let mut emit = Emit::new(self.catalog);
         let mut header_lines = Vec::new();
+        let mut waiting = Vec::new();
         for range in ranges.iter().cloned() {
             if let Some(&(at, byte)) = invalid.iter().find(|(at, _)| range.contains(at)) {
                 let loc = source.loc(Span::new(at, at + 1));
@@ -526,6 +540,7 @@ impl Engine {
                                 &mut emit,
                                 &mut out.members,
                                 &mut header_lines,
+                                &mut waiting,
                             );
                         }
                     }
@@ -533,6 +548,20 @@ impl Engine {
             }
             out.timings.rules += linting.elapsed();
         }
+        let linting = std::time::Instant::now();
+        for w in waiting {
+            for f in w.later.finish(source) {
+                let loc = source.loc(f.span);
+                emit.add(
+                    f.rule,
+                    loc,
+                    f.message,
+                    Some(&w.reference),
+                    w.bundle.as_deref(),
+                );
+            }
+        }
+        out.timings.rules += linting.elapsed();
         out.findings = emit.findings;
         (out, header_lines)
     }
@@ -544,6 +573,7 @@ impl Engine {
         emit: &mut Emit,
         members: &mut Vec<Member>,
         header_lines: &mut Vec<usize>,
+        waiting: &mut Vec<Waiting>,
     ) {
         let profile = Resource::of(obj.api_version, obj.kind)
             .and_then(|r| self.profiles.iter().find(|p| p.resource == r));
@@ -628,14 +658,18 @@ impl Engine {
                     header_lines.push(line);
                 }
                 if let Some(script) = obj.root.at(&["data", "create.py"]) {
-                    for f in crate::checks::runtime::check(script, source) {
-                        emit.add(
-                            f.rule,
-                            source.loc(f.span),
-                            f.message,
-                            Some(&reference),
-                            bundle,
-                        );
+                    match runtime::check_or_wait(script, source) {
+                        Checked::Now(found) => {
+                            for f in found {
+                                let loc = source.loc(f.span);
+                                emit.add(f.rule, loc, f.message, Some(&reference), bundle);
+                            }
+                        }
+                        Checked::Later(later) => waiting.push(Waiting {
+                            later,
+                            reference: reference.clone(),
+                            bundle: bundle.map(str::to_string),
+                        }),
                     }
                 }
                 for (rule, span, message) in problems {
@@ -782,6 +816,19 @@ impl Engine {
     }
 }
 
+/// `f` on each segment of a file, in parallel where there are several. One segment stays on this
+/// thread, so that a small file linted alone never starts rayon's global pool.
+fn each_segment<T: Send>(
+    segments: &[std::ops::Range<usize>],
+    f: impl Fn(&std::ops::Range<usize>) -> T + Sync + Send,
+) -> Vec<T> {
+    if segments.len() > 1 {
+        segments.par_iter().map(f).collect()
+    } else {
+        segments.iter().map(f).collect()
+    }
+}
+
 /// A member of a bundle that was complete, and checked, before it arrived.
 fn late_duplicate(d: bundle::LateDuplicate, emit: &mut Emit) {
     let id = d.bundle;
@@ -853,3 +900,6 @@ pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, S
         timings: out.timings,
     })
 }
+
+#[cfg(test)]
+mod tests;

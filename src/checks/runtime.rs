@@ -12,12 +12,53 @@ pub struct RuntimeFinding {
     pub message: String,
 }
 
-pub fn check(script_node: &Node, source: &Source) -> Vec<RuntimeFinding> {
+/// What `check_or_wait` gives: the findings, or a program being analysed by another thread.
+pub enum Checked {
+    Now(Vec<RuntimeFinding>),
+    Later(Later),
+}
+
+/// A program whose analysis another thread has started: its findings are taken up after the
+/// rest of the file, so that the wait overlaps with that work instead of coming before it.
+pub struct Later {
+    script: String,
+    block: Option<LiteralBlock>,
+    span: Span,
+}
+
+impl Later {
+    pub fn finish(self, source: &Source) -> Vec<RuntimeFinding> {
+        let found = crate::python::check_script(&self.script);
+        locate(found, self.block, self.span, source)
+    }
+}
+
+/// The findings of the program in `script_node`, or a `Later` where another thread is
+/// analysing it right now.
+pub fn check_or_wait(script_node: &Node, source: &Source) -> Checked {
     let Some(script) = script_node.as_str() else {
-        return Vec::new();
+        return Checked::Now(Vec::new());
     };
     let block = LiteralBlock::of(source, script_node);
-    crate::python::check_script(script)
+    match crate::python::check_script_unless_busy(script) {
+        Some(found) => Checked::Now(locate(found, block, script_node.span, source)),
+        None => Checked::Later(Later {
+            script: script.to_string(),
+            block,
+            span: script_node.span,
+        }),
+    }
+}
+
+/// Findings of a script, placed in the file: on their own lines in a literal block, else on
+/// the script's value.
+fn locate(
+    found: Vec<crate::python::ScriptFinding>,
+    block: Option<LiteralBlock>,
+    whole: Span,
+    source: &Source,
+) -> Vec<RuntimeFinding> {
+    found
         .into_iter()
         .map(|f| {
             let span = block
@@ -35,7 +76,7 @@ pub fn check(script_node: &Node, source: &Source) -> Vec<RuntimeFinding> {
                     Some(Span::new(start, end.max(start)))
                 })
                 // A quoted or folded program has no line of its own in the file.
-                .unwrap_or(script_node.span);
+                .unwrap_or(whole);
             RuntimeFinding {
                 rule: f.rule,
                 span,
@@ -69,19 +110,27 @@ pub fn prewarm(files: &[crate::input::InputFile]) {
                 let Ok(text) = std::str::from_utf8(&bytes) else {
                     continue;
                 };
-                for parsed in crate::yaml::parse(text) {
-                    let crate::yaml::Parsed::Document(doc) = parsed else {
-                        continue;
-                    };
-                    let mut objects = Vec::new();
-                    crate::object::objects(&doc.root, &mut objects);
-                    for object in objects.iter().filter(|o| o.kind == "ConfigMap") {
-                        if let Some(script) = object
-                            .root
-                            .at(&["data", "create.py"])
-                            .and_then(Node::as_str)
-                        {
-                            crate::python::check_script(script);
+                // Only the documents that can hold a program are parsed: the others are the
+                // main thread's business, and this thread's head start is the point.
+                let ranges = crate::yaml::document_ranges(text);
+                for range in ranges
+                    .into_iter()
+                    .filter(|r| text[r.clone()].contains("create.py"))
+                {
+                    for parsed in crate::yaml::parse_range(text, range) {
+                        let crate::yaml::Parsed::Document(doc) = parsed else {
+                            continue;
+                        };
+                        let mut objects = Vec::new();
+                        crate::object::objects(&doc.root, &mut objects);
+                        for object in objects.iter().filter(|o| o.kind == "ConfigMap") {
+                            if let Some(script) = object
+                                .root
+                                .at(&["data", "create.py"])
+                                .and_then(Node::as_str)
+                            {
+                                crate::python::check_script(script);
+                            }
                         }
                     }
                 }

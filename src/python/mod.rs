@@ -145,13 +145,35 @@ static CACHE: LazyLock<Mutex<Scripts>> = LazyLock::new(Default::default);
 
 /// Checks one script. Never panics, whatever the input (binary junk, 50 MB, deep nesting).
 pub fn check_script(script: &str) -> Vec<ScriptFinding> {
-    if script.len() > CACHE_BYTES / 16 {
-        return analyse(script);
+    match lookup(script) {
+        Lookup::Ready(findings) => findings,
+        // Waits for the other thread (or, should it have failed, analyses here).
+        Lookup::Busy(entry) => entry.get_or_init(|| analyse(script)).clone(),
     }
-    let entry = {
+}
+
+/// Like `check_script`, but `None` while another thread is analysing this very script: the
+/// caller can do other work before it waits.
+pub fn check_script_unless_busy(script: &str) -> Option<Vec<ScriptFinding>> {
+    match lookup(script) {
+        Lookup::Ready(findings) => Some(findings),
+        Lookup::Busy(_) => None,
+    }
+}
+
+enum Lookup {
+    Ready(Vec<ScriptFinding>),
+    Busy(Entry),
+}
+
+fn lookup(script: &str) -> Lookup {
+    if script.len() > CACHE_BYTES / 16 {
+        return Lookup::Ready(analyse(script));
+    }
+    let (entry, mine) = {
         let mut cache = lock_cache();
         match cache.get(script) {
-            Some(entry) => Arc::clone(entry),
+            Some(entry) => (Arc::clone(entry), false),
             None => {
                 let mut bytes: usize = cache.keys().map(|k| k.len()).sum();
                 // Any entries will do: the cache serves repeats of a few scripts, not an LRU
@@ -165,13 +187,25 @@ pub fn check_script(script: &str) -> Vec<ScriptFinding> {
                 }
                 let entry = Entry::default();
                 cache.insert(script.into(), Arc::clone(&entry));
-                entry
+                (entry, true)
             }
         }
     };
-    // Analysed outside the lock, so threads checking different scripts do not wait on each
-    // other.
-    entry.get_or_init(|| analyse(script)).clone()
+    if let Some(findings) = entry.get() {
+        return Lookup::Ready(findings.clone());
+    }
+    if mine {
+        // Analysed outside the lock, so threads checking different scripts do not wait on
+        // each other.
+        return Lookup::Ready(entry.get_or_init(|| analyse(script)).clone());
+    }
+    Lookup::Busy(entry)
+}
+
+/// Marks `script` as taken by a thread that has not finished analysing it.
+#[cfg(test)]
+pub(crate) fn claim(script: &str) {
+    lock_cache().insert(script.into(), Entry::default());
 }
 
 fn lock_cache() -> std::sync::MutexGuard<'static, Scripts> {

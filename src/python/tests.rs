@@ -886,3 +886,15 @@ fn empty_and_blank_scripts_are_clean() {
     assert_clean("\n\n   \n# only a comment\n");
     assert_clean("\u{feff}import os\n");
 }
+
+#[test]
+fn a_script_another_thread_is_analysing_is_left_for_later() {
+    let script = "import requests\n# claimed by a thread that never finishes\n";
+    claim(script);
+    assert_eq!(check_script_unless_busy(script), None);
+    // Asked outright, this thread does the work the other never finished.
+    let found = check_script(script);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].rule, RULE_IMPORT);
+    assert_eq!(check_script_unless_busy(script), Some(found));
+}
