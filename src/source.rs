@@ -20,12 +20,7 @@ impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
         let mut starts = Vec::with_capacity(text.len() / 32 + 1);
         starts.push(0);
-        starts.extend(
-            text.bytes()
-                .enumerate()
-                .filter(|&(_, b)| b == b'\n')
-                .map(|(i, _)| (i + 1) as u32),
-        );
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| (i + 1) as u32));
         let mut chars_before_block = Vec::with_capacity(text.len() / CHAR_BLOCK + 1);
         let mut chars = 0u32;
         for block in text.as_bytes().chunks(CHAR_BLOCK) {

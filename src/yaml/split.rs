@@ -12,8 +12,17 @@ pub fn document_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     // directives; a chunk of only directives belongs to the document that follows it.
     let mut has_content = false;
     let mut line_start = 0;
+    let marker = memchr::memmem::Finder::new(b"\n---");
     while line_start < bytes.len() {
-        let line_end = memchr_newline(bytes, line_start);
+        if has_content && line_start > 0 {
+            // Until the next `---` line, no line can change anything: jump to it.
+            match marker.find(&bytes[line_start - 1..]) {
+                Some(at) => line_start += at,
+                None => break,
+            }
+        }
+        let line_end =
+            memchr::memchr(b'\n', &bytes[line_start..]).map_or(bytes.len(), |p| line_start + p);
         let line = &bytes[line_start..line_end];
         if is_separator(line) {
             if line_start > chunk_start && has_content {
@@ -31,13 +40,6 @@ pub fn document_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
         ranges.push(chunk_start..bytes.len());
     }
     ranges
-}
-
-fn memchr_newline(bytes: &[u8], from: usize) -> usize {
-    bytes[from..]
-        .iter()
-        .position(|&b| b == b'\n')
-        .map_or(bytes.len(), |p| from + p)
 }
 
 fn is_separator(line: &[u8]) -> bool {
@@ -96,6 +98,58 @@ mod tests {
             parts("--- {a: 1}\n--- {b: 2}\n"),
             vec!["--- {a: 1}\n", "--- {b: 2}\n"]
         );
+    }
+
+    /// The cut line by line, without jumping from marker to marker: what the fast cut must
+    /// agree with.
+    fn cut_line_by_line(text: &str) -> Vec<std::ops::Range<usize>> {
+        let bytes = text.as_bytes();
+        let (mut ranges, mut chunk_start, mut has_content, mut line_start) =
+            (Vec::new(), 0, false, 0);
+        while line_start < bytes.len() {
+            let line_end = bytes[line_start..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |p| line_start + p);
+            let line = &bytes[line_start..line_end];
+            if is_separator(line) {
+                if line_start > chunk_start && has_content {
+                    ranges.push(chunk_start..line_start);
+                    chunk_start = line_start;
+                }
+                has_content = line[3..].iter().any(|b| !b" \t\r".contains(b));
+            } else if !has_content {
+                has_content = line_has_content(line);
+            }
+            line_start = line_end + 1;
+        }
+        if chunk_start < bytes.len() || ranges.is_empty() {
+            ranges.push(chunk_start..bytes.len());
+        }
+        ranges
+    }
+
+    #[test]
+    fn jumping_to_markers_cuts_as_reading_every_line_does() {
+        let lines = [
+            "---", "--- # c", "--- {a: 1}", "----", " ---", "---x", "", "# c", "%YAML 1.1", "a: 1",
+            "  b", "\r", "---\r", "\u{feff}---",
+        ];
+        // Every text of up to four of these lines, with and without a final line break.
+        let mut texts = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..4 {
+            last = last
+                .iter()
+                .flat_map(|t| lines.iter().map(move |l| format!("{t}{l}\n")))
+                .collect();
+            texts.extend(last.iter().map(|t| t[..t.len() - 1].to_string()));
+            texts.extend(last.iter().cloned());
+        }
+        assert!(texts.len() > 50_000, "{}", texts.len());
+        for text in &texts {
+            assert_eq!(document_ranges(text), cut_line_by_line(text), "{text:?}");
+        }
     }
 
     #[test]
