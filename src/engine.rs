@@ -84,11 +84,11 @@ pub struct Engine {
     /// Match conditions with their slot in the verdict cache.
     conditions: HashMap<&'static str, (Compiled, usize)>,
     /// Verdicts by the projection of the object each program can observe, one per program.
-    verdicts: Vec<crate::verdicts::VerdictCache>,
+    verdicts: Vec<VerdictCache>,
     /// Per resource (as in `RESOURCES`), the programs its objects can need.
     profiles: Vec<Profile>,
     /// Schema verdicts (clean or not) by the shape of the object (`schema::shape`).
-    shapes: crate::verdicts::VerdictCache<bool>,
+    shapes: VerdictCache<bool>,
     options: Options,
 }
 
@@ -197,9 +197,7 @@ impl Engine {
                     .collect(),
             });
         }
-        let verdicts = (0..slots)
-            .map(|_| crate::verdicts::VerdictCache::default())
-            .collect();
+        let verdicts = (0..slots).map(|_| VerdictCache::default()).collect();
         let profiles = RESOURCES
             .iter()
             .map(|resource| {
@@ -232,7 +230,7 @@ impl Engine {
             conditions,
             verdicts,
             profiles,
-            shapes: crate::verdicts::VerdictCache::default(),
+            shapes: VerdictCache::default(),
             options,
         })
     }
@@ -285,14 +283,15 @@ impl Engine {
                 .first()
                 .and_then(input::size)
                 .is_some_and(|n| n <= SEGMENT_BYTES);
-        let pool = match alone {
-            true => &None,
-            false => self.pool.get_or_init(|| {
+        let pool = if alone {
+            &None
+        } else {
+            self.pool.get_or_init(|| {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(self.options.threads.unwrap_or(0))
                     .build()
                     .ok()
-            }),
+            })
         };
         // Files are linted a window at a time and merged in input order before the next window,
         // so a 4,000-file tree never holds more than a window's results at once. A window of 64
