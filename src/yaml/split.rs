@@ -132,8 +132,20 @@ mod tests {
     #[test]
     fn jumping_to_markers_cuts_as_reading_every_line_does() {
         let lines = [
-            "---", "--- # c", "--- {a: 1}", "----", " ---", "---x", "", "# c", "%YAML 1.1", "a: 1",
-            "  b", "\r", "---\r", "\u{feff}---",
+            "---",
+            "--- # c",
+            "--- {a: 1}",
+            "----",
+            " ---",
+            "---x",
+            "",
+            "# c",
+            "%YAML 1.1",
+            "a: 1",
+            "  b",
+            "\r",
+            "---\r",
+            "\u{feff}---",
         ];
         // Every text of up to four of these lines, with and without a final line break.
         let mut texts = vec![String::new()];
