@@ -167,7 +167,6 @@ pub fn describe_io(e: &std::io::Error) -> String {
     }
 }
 
-/// Reads a file's bytes; standard input is read by the caller.
 /// The size of a file's bytes, where it is known without reading them.
 pub fn size(file: &InputFile) -> Option<usize> {
     match &file.origin {
@@ -179,6 +178,7 @@ pub fn size(file: &InputFile) -> Option<usize> {
     }
 }
 
+/// Reads a file's bytes; standard input is read by the caller.
 pub fn read(file: &InputFile) -> Result<Vec<u8>, String> {
     match &file.origin {
         Origin::File(path) => std::fs::read(path).map_err(|e| describe_io(&e)),

@@ -190,10 +190,7 @@ impl<'t> Source<'t> {
     /// The character at byte `at` (the one it falls inside), or an empty span at the end of
     /// the text: a place computed from another text's columns always lies in this one.
     pub fn char_at(&self, at: usize) -> Span {
-        let mut start = at.min(self.text.len());
-        while !self.text.is_char_boundary(start) {
-            start -= 1;
-        }
+        let start = floor_char_boundary(self.text, at.min(self.text.len()));
         let len = self.text[start..].chars().next().map_or(0, char::len_utf8);
         Span::new(start, start + len)
     }

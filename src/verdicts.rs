@@ -61,11 +61,12 @@ pub type Verdicts = Arc<[Option<Verdict>]>;
 pub struct ObjectVerdicts<'c> {
     cache: &'c VerdictCache<Verdicts>,
     key: Vec<u8>,
+    /// Found under the key.
     known: Option<Verdicts>,
-    /// Decided for this object; `None` when nothing will be kept (hit, or cache off).
-    fresh: Option<Vec<Option<Verdict>>>,
-    /// Decided for this object while the cache is off (a condition asked by several rules).
-    asked: Vec<(usize, Verdict)>,
+    /// Decided for this object, by slot (empty when all were known).
+    decided: Vec<Option<Verdict>>,
+    /// Whether `decided` is kept under the key when the object is done (a miss).
+    keep: bool,
 }
 
 impl<'c> ObjectVerdicts<'c> {
@@ -76,45 +77,47 @@ impl<'c> ObjectVerdicts<'c> {
     ) -> ObjectVerdicts<'c> {
         let mut key = OBJECT_KEY.take();
         key.clear();
-        let (known, fresh) = if cache.off() {
-            (None, None)
+        // A cache that has stopped keeping is not worth writing the key for.
+        let found = if cache.off() {
+            Found::Off
         } else {
             write(&mut key);
-            match cache.find(&key) {
-                Found::Hit(v) => (Some(v), None),
-                Found::Miss => (None, Some(vec![None; slots])),
-                Found::Off => (None, None),
-            }
+            cache.find(&key)
+        };
+        let (known, keep) = match found {
+            Found::Hit(v) => (Some(v), false),
+            Found::Miss => (None, true),
+            Found::Off => (None, false),
         };
         ObjectVerdicts {
             cache,
             key,
+            decided: if known.is_some() {
+                Vec::new()
+            } else {
+                vec![None; slots]
+            },
             known,
-            fresh,
-            asked: Vec::new(),
+            keep,
         }
     }
 
-    /// The verdict of the program in `slot`: known for this object, or from `decide`.
+    /// The verdict of the program in `slot`: known for this object, or from `decide` (once).
     pub fn get(&mut self, slot: usize, decide: impl FnOnce() -> Verdict) -> Verdict {
         if let Some(Some(v)) = self.known.as_ref().and_then(|k| k.get(slot)) {
             return v.clone();
         }
-        if let Some(cell) = self.fresh.as_mut().and_then(|f| f.get_mut(slot)) {
-            return cell.get_or_insert_with(decide).clone();
+        match self.decided.get_mut(slot) {
+            Some(cell) => cell.get_or_insert_with(decide).clone(),
+            // Known objects need no other program; should one, it is decided uncached.
+            None => decide(),
         }
-        if let Some((_, v)) = self.asked.iter().find(|(s, _)| *s == slot) {
-            return v.clone();
-        }
-        let v = decide();
-        self.asked.push((slot, v.clone()));
-        v
     }
 
     /// Keeps what a miss decided, for the next object with this key.
     pub fn finish(self) {
-        if let Some(fresh) = self.fresh {
-            self.cache.keep(&self.key, fresh.into());
+        if self.keep {
+            self.cache.keep(&self.key, self.decided.into());
         }
         OBJECT_KEY.set(self.key);
     }
@@ -138,12 +141,15 @@ impl<V: Clone> VerdictCache<V> {
         KEY.with_borrow_mut(|key| {
             key.clear();
             write(key);
-            if let Found::Hit(v) = self.find(key) {
-                return v;
+            match self.find(key) {
+                Found::Hit(v) => v,
+                Found::Miss => {
+                    let verdict = decide();
+                    self.keep(key, verdict.clone());
+                    verdict
+                }
+                Found::Off => decide(),
             }
-            let verdict = decide();
-            self.keep(key, verdict.clone());
-            verdict
         })
     }
 

@@ -165,15 +165,13 @@ fn pre_commit() -> Option<Vec<String>> {
     })
 }
 
-/// Says on the terminal, past the test harness's capture, that the test did not run.
 fn skip(reason: &str) {
-    if std::env::var_os("CREDLINT_REQUIRE_PRE_COMMIT").is_some() {
-        panic!("{reason}, and CREDLINT_REQUIRE_PRE_COMMIT is set");
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "\nSKIPPED the_real_pre_commit_framework_blocks_bad_bundles_only: {reason} \
-         (`python3 -m pip install pre-commit` to run it)\n"
+    skip_unless_required(
+        "CREDLINT_REQUIRE_PRE_COMMIT",
+        &format!(
+            "the_real_pre_commit_framework_blocks_bad_bundles_only: {reason} \
+             (`python3 -m pip install pre-commit` to run it)"
+        ),
     );
 }
 

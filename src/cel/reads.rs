@@ -324,8 +324,8 @@ impl Analysis<'_> {
             {
                 self.test(target, test, scope)
             }
-            ("matches", None, [text, arg]) if literal_string(arg).is_some() => {
-                let test = Test::Matches(literal_string(arg).unwrap_or_default().to_string());
+            ("matches", None, [text, arg]) if let Some(pattern) = literal_string(arg) => {
+                let test = Test::Matches(pattern.to_string());
                 self.test(text, test, scope)
             }
             ("_==_" | "_!=_", None, [a, b])

@@ -287,25 +287,16 @@ fn equal_projections_give_equal_verdicts_on_every_fixture_object() {
 /// Every fixture file's text, and copies renamed so that names alone differ: owners renamed,
 /// and names that are no longer credentials names.
 fn fixture_texts() -> Vec<String> {
-    let mut texts = Vec::new();
-    let mut stack = vec![std::path::PathBuf::from("fixtures")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "yaml") {
-                // Fixtures of bad bytes are the loader's business.
-                let Ok(text) = std::fs::read_to_string(&path) else {
-                    continue;
-                };
-                texts.push(text.replace("-credentials", "x-credentials"));
-                texts.push(text.replace("-credentials", "-credential"));
-                texts.push(text);
-            }
-        }
-    }
-    texts
+    crate::testkit::fixture_texts()
+        .into_iter()
+        .flat_map(|text| {
+            [
+                text.replace("-credentials", "x-credentials"),
+                text.replace("-credentials", "-credential"),
+                text,
+            ]
+        })
+        .collect()
 }
 
 fn objects_of(texts: &[String]) -> Vec<Node<'_>> {

@@ -736,19 +736,7 @@ fn objects_of_one_shape_get_one_verdict() {
             "  creationTimestamp: yesterday\n  labels",
         ),
     ];
-    let mut stack = vec![std::path::PathBuf::from("fixtures")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "yaml")
-                && let Ok(text) = std::fs::read_to_string(&path)
-            {
-                texts.push(text);
-            }
-        }
-    }
+    texts.extend(crate::testkit::fixture_texts());
     let letter_led = |s: &str| s.starts_with(|c: char| c.is_ascii_alphabetic());
     type Rewrite<'f> = &'f dyn Fn(&str) -> Option<String>;
     let variants: [Rewrite; 4] = [
@@ -759,47 +747,47 @@ fn objects_of_one_shape_get_one_verdict() {
     ];
     let mut seen: std::collections::HashMap<Vec<u8>, (bool, String)> = Default::default();
     let (mut objects, mut clean, mut dirty) = (0, 0, 0);
-    for text in &texts {
-        for parsed in parse(text) {
-            let Parsed::Document(d) = parsed else {
-                continue;
-            };
-            let field = |k: &str| {
-                d.root
-                    .get(k)
-                    .and_then(Node::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            };
-            let (api_version, kind) = (field("apiVersion"), field("kind"));
-            if !is_checked(&api_version, &kind) || !has_shape(&d.root) {
-                continue;
+    let roots: Vec<Node> = texts
+        .iter()
+        .flat_map(|text| parse(text))
+        .filter_map(|parsed| match parsed {
+            Parsed::Document(d) => Some(d.root),
+            Parsed::Error(_) => None,
+        })
+        .collect();
+    let mut found = Vec::new();
+    for root in &roots {
+        crate::object::objects(root, &mut found);
+    }
+    let checked = found
+        .iter()
+        .filter(|o| is_checked(o.api_version, o.kind) && has_shape(o.root));
+    for obj in checked {
+        let (api_version, kind) = (obj.api_version, obj.kind);
+        for variant in variants {
+            // The object's own apiVersion and kind pick the type and are in the key.
+            let object = rewrite(obj.root, &|s| {
+                (s != api_version && s != kind)
+                    .then(|| variant(s))
+                    .flatten()
+            });
+            let mut key = Vec::new();
+            shape(&object, api_version, kind, &mut key);
+            let verdict = check(&object, api_version, kind).is_empty();
+            objects += 1;
+            if verdict {
+                clean += 1;
+            } else {
+                dirty += 1;
             }
-            for variant in variants {
-                // The object's own apiVersion and kind pick the type and are in the key.
-                let object = rewrite(&d.root, &|s| {
-                    (s != api_version && s != kind)
-                        .then(|| variant(s))
-                        .flatten()
-                });
-                let mut key = Vec::new();
-                shape(&object, &api_version, &kind, &mut key);
-                let verdict = check(&object, &api_version, &kind).is_empty();
-                objects += 1;
-                if verdict {
-                    clean += 1;
-                } else {
-                    dirty += 1;
-                }
-                let first = seen
-                    .entry(key)
-                    .or_insert_with(|| (verdict, format!("{object:?}")));
-                assert_eq!(
-                    first.0, verdict,
-                    "one shape, two verdicts:\n{}\n{object:?}",
-                    first.1
-                );
-            }
+            let first = seen
+                .entry(key)
+                .or_insert_with(|| (verdict, format!("{object:?}")));
+            assert_eq!(
+                first.0, verdict,
+                "one shape, two verdicts:\n{}\n{object:?}",
+                first.1
+            );
         }
     }
     assert!(

@@ -12,6 +12,28 @@ pub mod generate;
 pub mod invariants;
 
 pub use emit::{Layout, render_files};
+
+/// The text of every `fixtures/**/*.yaml` file that is UTF-8 (those of bad bytes are the
+/// loader's business), for unit tests that check a mechanism on every fixture.
+#[cfg(test)]
+pub(crate) fn fixture_texts() -> Vec<String> {
+    let mut texts = Vec::new();
+    let mut stack = vec![std::path::PathBuf::from("fixtures")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml")
+                && let Ok(text) = std::fs::read_to_string(&path)
+            {
+                texts.push(text);
+            }
+        }
+    }
+    assert!(texts.len() > 100, "{} fixture files", texts.len());
+    texts
+}
 pub use faults::{FAMILIES, Family, UNREACHABLE};
 pub use generate::{Draft, draft};
 

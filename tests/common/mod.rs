@@ -62,3 +62,13 @@ fn copy(from: &Path, to: &Path) {
         std::fs::copy(from, to).unwrap();
     }
 }
+
+/// Says on the terminal, past the test harness's capture, that a test did not run because a
+/// tool is missing; where `required` is set to `1` (as `.ci/run` does), fails instead.
+pub fn skip_unless_required(required: &str, reason: &str) {
+    if std::env::var_os(required).is_some_and(|v| v == "1") {
+        panic!("{reason}, and {required}=1 is set");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "\nSKIPPED: {reason}\n");
+}
