@@ -6,8 +6,8 @@
 //! diagnostic costs once the file's text and line index are loaded (the point is that this does
 //! not rescan the file for every diagnostic).
 
-use credlint::engine::{Engine, Options};
-use credlint::input;
+use credlint::lint::engine::{Engine, Options};
+use credlint::load::input;
 use credlint::report::{Texts, text};
 use std::time::Instant;
 
@@ -37,13 +37,13 @@ fn main() {
         color: false,
         show_suppressed: false,
     };
-    let time = |outcome: &credlint::engine::Outcome| {
+    let time = |outcome: &credlint::lint::engine::Outcome| {
         let started = Instant::now();
         let mut sink = Vec::new();
         text::write(outcome, &texts, &style, &mut sink).expect("writes to memory");
         (started.elapsed(), sink.len())
     };
-    let median = |outcome: &credlint::engine::Outcome| {
+    let median = |outcome: &credlint::lint::engine::Outcome| {
         let mut runs: Vec<(std::time::Duration, usize)> = (0..5).map(|_| time(outcome)).collect();
         runs.sort();
         runs[2]

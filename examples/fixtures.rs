@@ -3,8 +3,8 @@
 
 fn main() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/clean");
-    let script = credlint::render::clean_script();
-    for (path, content) in credlint::render::clean_renderings(&script) {
+    let script = credlint::testkit::render::clean_script();
+    for (path, content) in credlint::testkit::render::clean_renderings(&script) {
         let target = root.join(&path);
         if let Some(dir) = target.parent() {
             std::fs::create_dir_all(dir).expect("fixtures/clean is writable");

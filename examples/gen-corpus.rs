@@ -5,7 +5,7 @@
 //! out; `DIR/all.yaml` holds everything in one stream, the largest single input. Owners cycle
 //! through the four kinds and 50 namespaces; every bundle is valid, so a run reports nothing.
 
-use credlint::render::{Spec, clean_script};
+use credlint::testkit::render::{Spec, clean_script};
 use std::fmt::Write as _;
 use std::io::Write as _;
 

@@ -16,6 +16,6 @@ fn main() {
             "import json\nimport sys\n\nprint(json.dumps({\"plan\": sys.argv[1]}))\n".to_string()
         }
     };
-    let spec = credlint::render::Spec::example(&args[0], &args[1], &args[2], &script);
+    let spec = credlint::testkit::render::Spec::example(&args[0], &args[1], &args[2], &script);
     print!("{}", spec.render());
 }

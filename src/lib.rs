@@ -1,40 +1,28 @@
 //! credlint: lints rendered Kubernetes manifests against the ADR-072 credentials-bundle contract.
 //!
-//! Dependencies point one way: `cli` -> `engine` -> {`bundle`, `catalog`, `cel`, `checks`,
-//! `members`, `schema`, `verdicts`} -> {`model`, `source`, `locate`, `yaml`, `wordhash`}.
-//! After the engine, `cli` runs `settings` (from `config` and the flags: `suppress`,
-//! severities, selection), `precommit` (narrowing to the changed files) and a `report` format;
-//! none of them is used by the engine.
+//! The stages, in the order a run goes through them; a module imports only from its own stage
+//! or one listed before it:
+//! - `common`: helpers with users in more than one stage (the word hash of the caches);
+//! - `load`: files and standard input to YAML documents with spans, as go-yaml v2 reads them;
+//! - `model`: objects, bundle members, bundles, findings;
+//! - `runtime`: create.py read (static checks) and run (the fake API server of `simulate`);
+//! - `lint`: the catalog, the rules and the engine that runs them;
+//! - `report`: the output formats;
+//! - `policy`: the object rules as Kyverno policies;
+//! - `cli`: the commands, settings (credlint.toml and flags), suppressions, pre-commit mode and
+//!   the rule documentation.
+//!
+//! `testkit` serves the tests, fuzz targets and benchmarks only: it is compiled for unit tests
+//! and with the `testkit` feature, which the integration tests turn on.
 
-pub mod block;
-pub mod bundle;
-pub mod catalog;
-pub mod cel;
-pub mod checks;
 pub mod cli;
-pub mod config;
-pub mod docs;
-pub mod engine;
-pub mod input;
-pub mod kyverno;
-pub mod locate;
-pub mod members;
+pub mod common;
+pub mod lint;
+pub mod load;
 pub mod model;
-pub mod object;
-pub mod policies_cmd;
 pub mod policy;
-pub mod precommit;
-pub mod python;
-pub mod render;
 pub mod report;
-pub mod schema;
-pub mod settings;
-pub mod simulate;
-pub mod simulation;
-pub mod source;
-pub mod suggest;
-pub mod suppress;
+pub mod runtime;
+
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
-pub mod verdicts;
-pub mod wordhash;
-pub mod yaml;

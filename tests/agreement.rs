@@ -10,12 +10,12 @@
 //!
 //! Objects the API server refuses (a `schema` finding) are left out: no policy ever sees them.
 
-use credlint::catalog::Catalog;
-use credlint::engine::{Engine, Options};
-use credlint::kyverno::{PolicyFile, PolicySet, Verdict};
-use credlint::policies_cmd::{FixtureObject, entries, lint_objects};
+use credlint::cli::policies::{FixtureObject, entries, lint_objects};
+use credlint::lint::catalog::Catalog;
+use credlint::lint::engine::{Engine, Options};
+use credlint::lint::kyverno::{PolicyFile, PolicySet, Verdict};
+use credlint::load::yaml::{Parsed, parse};
 use credlint::policy::{self, Y, emit};
-use credlint::yaml::{Parsed, parse};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,7 @@ use std::path::Path;
 fn the_rule_reference_is_current_and_linked_from_the_readme() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let path = root.join("docs/rules.md");
-    let generated = credlint::docs::markdown(credlint::catalog::Catalog::get());
+    let generated = credlint::cli::docs::markdown(credlint::lint::catalog::Catalog::get());
     if std::env::var_os("UPDATE_DOCS").is_some() {
         std::fs::create_dir_all(root.join("docs")).unwrap();
         std::fs::write(&path, &generated).unwrap();
@@ -18,7 +18,7 @@ fn the_rule_reference_is_current_and_linked_from_the_readme() {
         "docs/rules.md is stale: run `UPDATE_DOCS=1 cargo test --test docs` \
          (or `cargo run -- rules --format markdown > docs/rules.md`)"
     );
-    for rule in &credlint::catalog::Catalog::get().rules {
+    for rule in &credlint::lint::catalog::Catalog::get().rules {
         assert!(
             on_disk.contains(&format!("\n## {}\n", rule.id)),
             "{} has no section",

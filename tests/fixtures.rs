@@ -11,11 +11,11 @@
 //! `ignore-invalid` / `ignore-unused` findings are. `UPDATE_FIXTURES=1 cargo test --test
 //! fixtures` rewrites the expect.txt files; review the diff like any code change.
 
-use credlint::catalog::Catalog;
-use credlint::engine::{Engine, Options};
-use credlint::input;
-use credlint::settings::Settings;
-use credlint::suppress;
+use credlint::cli::settings::Settings;
+use credlint::cli::suppress;
+use credlint::lint::catalog::Catalog;
+use credlint::lint::engine::{Engine, Options};
+use credlint::load::input;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -32,8 +32,9 @@ fn lint(path: &Path, mut options: Options) -> Vec<(String, usize, usize, String)
     let policies = path.join("policies");
     let mut exclude = Vec::new();
     if policies.is_dir() {
-        let set = credlint::kyverno::PolicySet::load(&[policies.to_string_lossy().into_owned()])
-            .expect("the fixture's policies can be read");
+        let set =
+            credlint::lint::kyverno::PolicySet::load(&[policies.to_string_lossy().into_owned()])
+                .expect("the fixture's policies can be read");
         options.policies = Some(std::sync::Arc::new(set));
         exclude.push("policies".to_string());
     }
@@ -50,7 +51,7 @@ fn lint(path: &Path, mut options: Options) -> Vec<(String, usize, usize, String)
         &mut outcome,
         suppress::Options {
             judge: true,
-            not_run: &credlint::simulate::RULES,
+            not_run: &credlint::runtime::simulate::RULES,
         },
     );
     outcome
@@ -76,19 +77,19 @@ fn simulate(path: &Path) -> Vec<(String, usize, usize, String)> {
     let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &[]);
     assert!(errors.is_empty(), "{errors:?}");
     let options = Options {
-        keep: credlint::members::Keep {
+        keep: credlint::model::members::Keep {
             bundles: true,
             programs: true,
         },
         ..Options::default()
     };
     let outcome = Engine::new(options).unwrap().run(&files, Vec::new());
-    let sim = credlint::simulate::SimOptions {
+    let sim = credlint::runtime::simulate::SimOptions {
         timeout: std::time::Duration::from_secs(2),
         ..Default::default()
     };
     let (findings, skipped) =
-        credlint::simulation::run(&outcome.bundles, &sim).expect("python3 runs");
+        credlint::cli::simulate::run(&outcome.bundles, &sim).expect("python3 runs");
     assert!(skipped.is_empty(), "{}", path.display());
     let mut out: Vec<_> = findings
         .iter()
@@ -188,7 +189,7 @@ fn rules_fire_where_the_fixtures_say_and_nowhere_else() {
         for entry in entries(&dir) {
             let name = entry.file_name().unwrap().to_string_lossy().into_owned();
             let mut findings = lint(&entry, options_for(&dir));
-            if credlint::simulate::RULES.contains(&rule.id.as_str()) {
+            if credlint::runtime::simulate::RULES.contains(&rule.id.as_str()) {
                 findings.extend(simulate(&entry));
             }
             if name.starts_with("good-") {
@@ -232,8 +233,8 @@ fn rules_fire_where_the_fixtures_say_and_nowhere_else() {
 #[test]
 fn clean_renderings_are_current() {
     let root = fixtures().join("clean");
-    let script = credlint::render::clean_script();
-    for (path, content) in credlint::render::clean_renderings(&script) {
+    let script = credlint::testkit::render::clean_script();
+    for (path, content) in credlint::testkit::render::clean_renderings(&script) {
         let on_disk = std::fs::read_to_string(root.join(&path)).unwrap_or_default();
         assert!(
             on_disk == content,

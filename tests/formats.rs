@@ -107,7 +107,7 @@ fn sarif_results_match_the_json_findings() {
         assert!(uri.starts_with("https://"), "{uri}");
     }
     let rules = driver.rules.as_ref().unwrap();
-    let catalog = credlint::catalog::Catalog::get();
+    let catalog = credlint::lint::catalog::Catalog::get();
     assert_eq!(rules.len(), catalog.rules.len());
     for (rule, entry) in catalog.rules.iter().zip(rules) {
         assert_eq!(entry.id, rule.id);

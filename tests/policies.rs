@@ -2,8 +2,8 @@
 //! `policies/` is current, `--check` notices an edit, `--out` leaves foreign files alone, and
 //! team policies are applied to manifests with Kyverno's semantics.
 
-use credlint::catalog::Catalog;
-use credlint::policies_cmd;
+use credlint::cli::policies;
+use credlint::lint::catalog::Catalog;
 use credlint::policy;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -38,13 +38,13 @@ fn json(out: &Output) -> serde_json::Value {
 
 #[test]
 fn the_checked_in_policies_are_what_the_rules_and_fixtures_generate() {
-    let files = policies_cmd::files(
+    let files = policies::files(
         Catalog::get(),
         &policy::Options::default(),
         Some(&root().join("fixtures")),
     )
     .unwrap();
-    let stale = policies_cmd::stale_files(&root().join("policies"), &files);
+    let stale = policies::stale_files(&root().join("policies"), &files);
     assert!(
         stale.is_empty(),
         "{}\nrun `cargo run -- policies --out policies`",

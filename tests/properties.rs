@@ -5,7 +5,7 @@
 //! 2. every single-fault mutant yields its rule (at least), for every rule of the catalog but
 //!    those listed in `testkit::UNREACHABLE`; the rules `credlint simulate` decides are
 //!    checked by simulating the mutant;
-//! 3. the generated Kyverno policies (`credlint policies`, evaluated by `credlint::kyverno`)
+//! 3. the generated Kyverno policies (`credlint policies`, evaluated by `credlint::lint::kyverno`)
 //!    deny exactly the objects on which `check` reports their rule, on every object generated.
 //!
 //! Cases come from a fixed seed, so a run is repeatable. `CREDLINT_PROP_CASES=N` sets the
@@ -13,11 +13,11 @@
 //! `CREDLINT_PROP_FAMILY=<rule>` runs one mutation family alone; a failure
 //! prints the seed, the case number and every file of the case.
 
-use credlint::catalog::Catalog;
-use credlint::engine::{Engine, Options, Outcome};
-use credlint::kyverno::{PolicyFile, PolicySet};
+use credlint::lint::catalog::Catalog;
+use credlint::lint::engine::{Engine, Options, Outcome};
+use credlint::lint::kyverno::{PolicyFile, PolicySet};
+use credlint::load::yaml::{self, Parsed};
 use credlint::testkit::{self, Case, FAMILIES, Rng, UNREACHABLE};
-use credlint::yaml::{self, Parsed};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 fn cases(default: usize) -> usize {
@@ -55,11 +55,11 @@ fn engine(case: &Case) -> Engine {
 /// applied and judged.
 fn lint(case: &Case) -> Outcome {
     let mut outcome = engine(case).run(&case.inputs(), Vec::new());
-    credlint::suppress::apply(
+    credlint::cli::suppress::apply(
         &mut outcome,
-        credlint::suppress::Options {
+        credlint::cli::suppress::Options {
             judge: true,
-            not_run: &credlint::simulate::RULES,
+            not_run: &credlint::runtime::simulate::RULES,
         },
     );
     outcome
@@ -228,7 +228,7 @@ fn every_program_mutant_fails_its_simulation() {
 
 fn simulate(case: &Case) -> Vec<String> {
     let options = Options {
-        keep: credlint::members::Keep {
+        keep: credlint::model::members::Keep {
             bundles: true,
             programs: true,
         },
@@ -238,11 +238,11 @@ fn simulate(case: &Case) -> Vec<String> {
     let outcome = Engine::new(options)
         .unwrap()
         .run(&case.inputs(), Vec::new());
-    let sim = credlint::simulate::SimOptions {
+    let sim = credlint::runtime::simulate::SimOptions {
         timeout: std::time::Duration::from_secs(5),
         ..Default::default()
     };
-    let (findings, _) = credlint::simulation::run(&outcome.bundles, &sim).expect("python3 runs");
+    let (findings, _) = credlint::cli::simulate::run(&outcome.bundles, &sim).expect("python3 runs");
     findings.into_iter().map(|f| f.rule).collect()
 }
 
@@ -307,7 +307,7 @@ fn the_policies_agree_with_the_linter_on_every_generated_object() {
                     continue;
                 };
                 let mut list = Vec::new();
-                credlint::object::objects(&doc.root, &mut list);
+                credlint::model::object::objects(&doc.root, &mut list);
                 for obj in list {
                     // A finding names its object; an alias may place it in another one's text.
                     let reported = testkit::invariants::rules_on(&outcome, file, &obj);

@@ -1,7 +1,7 @@
 //! The `schema` rule through the public API, as the linter will call it.
 
-use credlint::schema::{self, SchemaIssue};
-use credlint::yaml::{self, Node, Parsed};
+use credlint::lint::schema::{self, SchemaIssue};
+use credlint::load::yaml::{self, Node, Parsed};
 
 // The signatures other modules rely on.
 const CHECK: fn(&Node, &str, &str) -> Vec<SchemaIssue> = schema::check;

@@ -2,9 +2,9 @@
 //! keeps bundles); the findings must be the same either way, including for members that arrive
 //! after their bundle was complete. The verdict cache must not change findings either.
 
-use credlint::engine::{Engine, Options};
-use credlint::input;
-use credlint::members::Keep;
+use credlint::lint::engine::{Engine, Options};
+use credlint::load::input;
+use credlint::model::members::Keep;
 use std::path::{Path, PathBuf};
 
 fn findings(paths: &[PathBuf], keep: bool, threads: usize) -> Vec<String> {

@@ -15,10 +15,10 @@ mod common;
 
 use arbitrary::Unstructured;
 use common::{ENGINE, Fuzzed};
-use credlint::cel::Cel;
-use credlint::kyverno::{PolicyFile, PolicySet};
+use credlint::lint::cel::Cel;
+use credlint::lint::kyverno::{PolicyFile, PolicySet};
 use credlint::testkit::Choices;
-use credlint::yaml::{self, Parsed};
+use credlint::load::yaml::{self, Parsed};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 
@@ -34,7 +34,7 @@ thread_local! {
     static POLICIES: PolicySet = {
         let options = credlint::policy::Options::default();
         let text = credlint::policy::stream(&credlint::policy::generate(
-            credlint::catalog::Catalog::get(),
+            credlint::lint::catalog::Catalog::get(),
             &options,
         ));
         PolicySet::new(vec![PolicyFile { display: "policies.yaml".into(), text }])
@@ -76,7 +76,7 @@ fn expression(text: &str) {
             assert_eq!(a, b, "two verdicts for one expression");
             let _ = string;
             for path in blame {
-                let span = credlint::locate::span_for(&doc.root, &path);
+                let span = credlint::load::locate::span_for(&doc.root, &path);
                 assert!(span.end() <= TARGETS.len(), "blame outside the text");
             }
         }
@@ -114,7 +114,7 @@ fn objects(text: &str) {
     for parsed in &parsed_all {
         if let Parsed::Document(doc) = parsed {
             let mut list = Vec::new();
-            credlint::object::objects(&doc.root, &mut list);
+            credlint::model::object::objects(&doc.root, &mut list);
             references.extend(list.iter().map(|o| o.reference()));
         }
     }
@@ -124,7 +124,7 @@ fn objects(text: &str) {
                 continue;
             };
             let mut list = Vec::new();
-            credlint::object::objects(&doc.root, &mut list);
+            credlint::model::object::objects(&doc.root, &mut list);
             for obj in list {
                 let reference = obj.reference();
                 let reported = credlint::testkit::invariants::rules_on(&outcome, 0, &obj);

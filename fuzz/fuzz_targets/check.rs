@@ -26,13 +26,13 @@ fuzz_target!(|data: &[u8]| {
         let edits = c.below(8);
         let edited = edit::edit(&mut c, &text, edits);
         // A valid bundle in a namespace and under an owner no fixture uses.
-        let mut beside = credlint::render::Spec::example(
+        let mut beside = credlint::testkit::render::Spec::example(
             "fuzz-beside",
             "fuzz-owner",
             "cache",
-            &credlint::render::clean_script(),
+            &credlint::testkit::render::clean_script(),
         );
-        beside.image = credlint::render::EXAMPLE_IMAGE.to_string();
+        beside.image = credlint::testkit::render::EXAMPLE_IMAGE.to_string();
         let files = vec![
             ("beside.yaml".to_string(), beside.render()),
             ("edited.yaml".to_string(), edited),

@@ -1,7 +1,7 @@
 //! What the targets share: the fuzzer's bytes as choices, and one engine per thread.
 
 use arbitrary::Unstructured;
-use credlint::engine::{Engine, Options};
+use credlint::lint::engine::{Engine, Options};
 
 /// The fuzzer's bytes as the generators' choices (0 once they run out).
 pub struct Fuzzed<'u, 'a>(pub &'u mut Unstructured<'a>);
@@ -21,12 +21,12 @@ thread_local! {
 
 /// Lints in-memory files twice and checks the run's invariants: the same report both times,
 /// every location inside its file. Returns the report.
-pub fn lint_twice(engine: &Engine, files: &[(String, String)]) -> credlint::engine::Outcome {
-    let inputs: Vec<credlint::input::InputFile> = files
+pub fn lint_twice(engine: &Engine, files: &[(String, String)]) -> credlint::lint::engine::Outcome {
+    let inputs: Vec<credlint::load::input::InputFile> = files
         .iter()
-        .map(|(path, text)| credlint::input::InputFile {
+        .map(|(path, text)| credlint::load::input::InputFile {
             display: path.clone(),
-            origin: credlint::input::Origin::Memory(std::sync::Arc::new(text.as_bytes().to_vec())),
+            origin: credlint::load::input::Origin::Memory(std::sync::Arc::new(text.as_bytes().to_vec())),
         })
         .collect();
     let first = engine.run(&inputs, Vec::new());

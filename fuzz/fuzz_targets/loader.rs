@@ -3,7 +3,7 @@
 //! range twice gives the same tree.
 #![no_main]
 
-use credlint::yaml::{self, Node, Parsed, Value};
+use credlint::load::yaml::{self, Node, Parsed, Value};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

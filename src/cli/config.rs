@@ -17,9 +17,9 @@
 //! The file is input like any manifest: an unknown key, a wrong type or an unknown rule id is
 //! an error naming the key and its line, never a panic and never silently ignored.
 
-use crate::catalog::Catalog;
+use crate::cli::suggest::closest;
+use crate::lint::catalog::Catalog;
 use crate::model::Severity;
-use crate::suggest::closest;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -75,7 +75,7 @@ pub fn load(path: &Path, shown: &str) -> Result<Config, Vec<ConfigError>> {
             message,
         }]
     };
-    let bytes = std::fs::read(path).map_err(|e| whole(crate::input::describe_io(&e)))?;
+    let bytes = std::fs::read(path).map_err(|e| whole(crate::load::input::describe_io(&e)))?;
     let text = String::from_utf8(bytes).map_err(|_| whole("the file is not UTF-8".into()))?;
     parse(shown, &text)
 }
@@ -199,7 +199,7 @@ impl Reader<'_> {
     /// A catalog rule, or `policy:<name>` (a `check --policy` policy, `policy:*` for all).
     fn known_rule(&mut self, id: &str, span: Range<usize>) -> bool {
         let policy = id
-            .strip_prefix(crate::kyverno::report::PREFIX)
+            .strip_prefix(crate::lint::kyverno::report::PREFIX)
             .is_some_and(|name| !name.is_empty());
         if self.catalog.rule(id).is_some() || policy {
             return true;

@@ -1,6 +1,6 @@
 //! Rule documentation generated from the catalog: `credlint explain` and the markdown reference.
 
-use crate::catalog::{Catalog, Rule};
+use crate::lint::catalog::{Catalog, Rule};
 use std::fmt::Write;
 
 pub fn explain(catalog: &Catalog, rule: &Rule) -> String {

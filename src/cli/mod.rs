@@ -1,14 +1,27 @@
 //! The command line: arguments in, exit code out (cli.md). 0: nothing at or above the fail-on
 //! severity; 1: such findings; 2: the run could not do its job.
+//!
+//! Each command combines the stages below it: `check` runs the engine and a report format,
+//! `simulate` and `policies` have a file each; the settings (credlint.toml and the flags),
+//! suppressions, pre-commit narrowing and the rule documentation are here too, as no stage
+//! below needs them.
 
-use crate::catalog::Catalog;
-use crate::engine::{Engine, Options, Outcome};
-use crate::input;
+pub mod config;
+pub mod docs;
+pub mod policies;
+pub mod precommit;
+pub mod settings;
+pub mod simulate;
+pub mod suggest;
+pub mod suppress;
+
+use crate::lint::catalog::Catalog;
+use crate::lint::engine::{Engine, Options, Outcome};
+use crate::load::input;
 use crate::model::Severity;
 use crate::report::{self, Texts};
-use crate::settings::{self, Flags, Settings};
-use crate::suppress;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use settings::{Flags, Settings};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,7 +52,7 @@ pub enum Command {
         id: String,
     },
     /// The Kyverno policies generated from the object rules.
-    Policies(crate::policies_cmd::PoliciesArgs),
+    Policies(crate::cli::policies::PoliciesArgs),
     /// Run each bundle's create.py with the local python3 against a fake Kubernetes API server,
     /// in every scenario of ADR-072, and report what it does wrong.
     Simulate(SimulateArgs),
@@ -183,7 +196,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Check(args) => check(args),
         Command::Rules { format } => rules(format),
         Command::Explain { id } => explain(&id),
-        Command::Policies(args) => crate::policies_cmd::run(args),
+        Command::Policies(args) => crate::cli::policies::run(args),
         Command::Simulate(args) => simulate(args),
         Command::Completions { shell } => completions(shell),
     }
@@ -227,16 +240,16 @@ fn check(args: CheckArgs) -> ExitCode {
     }
     // Files named on the command line (a pre-commit hook's) have their programs checked on
     // a thread of their own from here on, while the settings are read and the rules compiled.
-    let named: Vec<crate::input::InputFile> = args
+    let named: Vec<crate::load::input::InputFile> = args
         .paths
         .iter()
         .filter(|p| std::path::Path::new(p).is_file())
-        .map(|p| crate::input::InputFile {
+        .map(|p| crate::load::input::InputFile {
             display: p.clone(),
-            origin: crate::input::Origin::File(p.into()),
+            origin: crate::load::input::Origin::File(p.into()),
         })
         .collect();
-    crate::checks::runtime::prewarm(&named);
+    crate::lint::checks::runtime::prewarm(&named);
     let flags = Flags {
         select: args.select.clone(),
         ignore: args.ignore.clone(),
@@ -256,7 +269,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let options = Options {
         credentials_image: settings.credentials_image.clone(),
         // The pre-commit scope and the JUnit suites need the bundles after the run.
-        keep: crate::members::Keep {
+        keep: crate::model::members::Keep {
             bundles: args.pre_commit || args.format == Format::Junit,
             programs: false,
         },
@@ -276,11 +289,11 @@ fn check(args: CheckArgs) -> ExitCode {
         &mut outcome,
         suppress::Options {
             judge: true,
-            not_run: &crate::simulate::RULES,
+            not_run: &crate::runtime::simulate::RULES,
         },
     );
     if let Some(changed) = &changed {
-        crate::precommit::narrow(&mut outcome, changed);
+        crate::cli::precommit::narrow(&mut outcome, changed);
     }
     settings::recount(&mut outcome);
     let context = report::Context {
@@ -313,7 +326,7 @@ fn lint_changed(
     options: Options,
 ) -> Result<(Outcome, Texts, Option<std::collections::HashSet<usize>>), ExitCode> {
     let (outcome, changed) =
-        crate::precommit::lint(std::path::Path::new("."), paths, exclude, options)
+        crate::cli::precommit::lint(std::path::Path::new("."), paths, exclude, options)
             .map_err(usage_error)?;
     Ok((outcome, Texts { stdin: None }, Some(changed)))
 }
@@ -328,7 +341,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         Err(code) => return code,
     };
     let options = Options {
-        keep: crate::members::Keep {
+        keep: crate::model::members::Keep {
             bundles: true,
             programs: true,
         },
@@ -339,11 +352,11 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         Ok(run) => run,
         Err(code) => return code,
     };
-    let sim = crate::simulate::SimOptions {
+    let sim = crate::runtime::simulate::SimOptions {
         python: args.python.clone(),
         timeout: std::time::Duration::from_secs(args.timeout.max(1)),
     };
-    let (findings, skipped) = match crate::simulation::run(&outcome.bundles, &sim) {
+    let (findings, skipped) = match crate::cli::simulate::run(&outcome.bundles, &sim) {
         Ok(result) => result,
         Err(e) => return usage_error(format!("cannot simulate: {e}")),
     };
@@ -473,16 +486,16 @@ fn take_stdin(files: Vec<input::InputFile>) -> (Vec<input::InputFile>, Option<St
     (files, Some(text))
 }
 
-const POLICY_PREFIX: &str = crate::kyverno::report::PREFIX;
+const POLICY_PREFIX: &str = crate::lint::kyverno::report::PREFIX;
 
 /// Reads the `--policy` files; exit 2 when one cannot be read or none holds a policy.
 fn load_policies(
     paths: &[String],
-) -> Result<Option<std::sync::Arc<crate::kyverno::PolicySet>>, ExitCode> {
+) -> Result<Option<std::sync::Arc<crate::lint::kyverno::PolicySet>>, ExitCode> {
     if paths.is_empty() {
         return Ok(None);
     }
-    match crate::kyverno::PolicySet::load(paths) {
+    match crate::lint::kyverno::PolicySet::load(paths) {
         Err(errors) => {
             for e in &errors {
                 eprintln!("credlint: {}: {}", e.path, e.message);
@@ -517,7 +530,7 @@ fn rules(format: CatalogFormat) -> ExitCode {
                 .map_err(std::io::Error::other)
                 .and_then(|_| writeln!(out))
         }
-        CatalogFormat::Markdown => write!(out, "{}", crate::docs::markdown(catalog)),
+        CatalogFormat::Markdown => write!(out, "{}", crate::cli::docs::markdown(catalog)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -526,7 +539,7 @@ fn rules(format: CatalogFormat) -> ExitCode {
     }
 }
 
-fn rule_json(r: &crate::catalog::Rule) -> serde_json::Value {
+fn rule_json(r: &crate::lint::catalog::Rule) -> serde_json::Value {
     let mut v = serde_json::json!({
         "id": r.id,
         "title": r.title,
@@ -573,6 +586,6 @@ fn explain(id: &str) -> ExitCode {
         };
         return usage_error(format!("unknown rule `{id}`; {hint}"));
     };
-    print!("{}", crate::docs::explain(catalog, rule));
+    print!("{}", crate::cli::docs::explain(catalog, rule));
     ExitCode::SUCCESS
 }

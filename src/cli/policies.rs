@@ -7,13 +7,13 @@
 //! policy cannot evaluate on it, as Kyverno would report). Objects the API server would refuse
 //! (a `schema` finding) are left out: no policy ever sees them.
 
-use crate::catalog::Catalog;
-use crate::engine::{Engine, Options as EngineOptions};
-use crate::input;
-use crate::kyverno::{PolicyFile, PolicySet, Verdict};
-use crate::object;
+use crate::lint::catalog::Catalog;
+use crate::lint::engine::{Engine, Options as EngineOptions};
+use crate::lint::kyverno::{PolicyFile, PolicySet, Verdict};
+use crate::load::input;
+use crate::load::yaml::{self, Parsed, Span};
+use crate::model::object;
 use crate::policy::{self, Flavor, Generated, MARKER, Y, emit};
-use crate::yaml::{self, Parsed, Span};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -365,7 +365,7 @@ pub fn lint_objects(engine: &Engine, paths: &[PathBuf]) -> Vec<FixtureObject> {
                     root: Y::from_node(obj.root),
                     kind: obj.kind.to_string(),
                     name: obj.name.map(str::to_string),
-                    namespaced: crate::kyverno::namespaced(
+                    namespaced: crate::lint::kyverno::namespaced(
                         group,
                         obj.kind,
                         obj.namespace.is_some(),

@@ -6,8 +6,8 @@
 //! split bundle therefore reports nothing, and breaking one reports the bundle's findings even
 //! when they point into a file the commit did not change.
 
-use crate::engine::{Engine, Options, Outcome};
-use crate::input::{self, InputError, InputFile};
+use crate::lint::engine::{Engine, Options, Outcome};
+use crate::load::input::{self, InputError, InputFile};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -99,7 +99,7 @@ pub fn narrow(outcome: &mut Outcome, changed: &HashSet<usize>) {
             b.members
                 .values()
                 .flatten()
-                .any(|m| changed.contains(&crate::source::Loc::from(&m.loc).file))
+                .any(|m| changed.contains(&crate::load::source::Loc::from(&m.loc).file))
         })
         .map(|b| b.id())
         .collect();

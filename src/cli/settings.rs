@@ -3,11 +3,11 @@
 //! that apply it to an [`Outcome`] after the engine: suppressions, severity overrides, rule
 //! selection, the summary.
 
-use crate::catalog::Catalog;
-use crate::config::{self, Config};
-use crate::engine::Outcome;
+use crate::cli::config::{self, Config};
+use crate::cli::suppress;
+use crate::lint::catalog::Catalog;
+use crate::lint::engine::Outcome;
 use crate::model::Severity;
-use crate::suppress;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -68,11 +68,12 @@ impl Settings {
         let catalog = Catalog::get();
         for id in flags.select.iter().chain(&flags.ignore).flatten() {
             // `policy:<name>` ids come from the --policy files, not the catalog.
-            if catalog.rule(id).is_none() && !id.starts_with(crate::kyverno::report::PREFIX) {
-                let hint = crate::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
-                    .map_or("see `credlint rules`".to_string(), |c| {
-                        format!("did you mean `{c}`?")
-                    });
+            if catalog.rule(id).is_none() && !id.starts_with(crate::lint::kyverno::report::PREFIX) {
+                let hint =
+                    crate::cli::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
+                        .map_or("see `credlint rules`".to_string(), |c| {
+                            format!("did you mean `{c}`?")
+                        });
                 return Err(vec![format!("unknown rule `{id}` ({hint})")]);
             }
         }
@@ -109,7 +110,9 @@ impl Settings {
             .rules
             .iter()
             .map(|r| r.id.as_str())
-            .filter(|id| crate::simulate::RULES.contains(id) == simulated && self.keeps(id))
+            .filter(|id| {
+                crate::runtime::simulate::RULES.contains(id) == simulated && self.keeps(id)
+            })
             .collect()
     }
 
@@ -152,7 +155,7 @@ impl Settings {
 
 /// Whether a rule id is named by a select/ignore list (`policy:*` names every policy).
 fn named(list: &[String], rule: &str) -> bool {
-    let prefix = crate::kyverno::report::PREFIX;
+    let prefix = crate::lint::kyverno::report::PREFIX;
     list.iter()
         .any(|id| id == rule || (id == "policy:*" && rule.starts_with(prefix)))
 }

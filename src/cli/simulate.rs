@@ -1,12 +1,12 @@
 //! `credlint simulate`: each bundle's create.py run against the fake API server of
-//! [`crate::simulate`], its findings placed on the program in the ConfigMap (the scenario, the
+//! [`crate::runtime::simulate`], its findings placed on the program in the ConfigMap (the scenario, the
 //! run and the request are in the message).
 
-use crate::bundle::{Bundle, Facts, MemberKind};
-use crate::catalog::Catalog;
-use crate::checks::Emit;
+use crate::lint::catalog::Catalog;
+use crate::lint::checks::Emit;
 use crate::model::Finding;
-use crate::simulate::{self, RoleRule, SimBundle, SimError, SimOptions};
+use crate::model::bundle::{Bundle, Facts, MemberKind};
+use crate::runtime::simulate::{self, RoleRule, SimBundle, SimError, SimOptions};
 
 /// A bundle that could not be simulated, and why.
 pub struct Skipped {

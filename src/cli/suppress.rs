@@ -10,14 +10,14 @@
 //! annotated object but no bundle: like `yaml-syntax`, they are about the text written, and
 //! they carry the same fields whatever the output format and whether bundles were kept.
 
-use crate::catalog::Catalog;
-use crate::checks::Emit;
-use crate::engine::{IGNORE_ANNOTATION, IgnoreAnnotation, Outcome};
+use crate::lint::catalog::Catalog;
+use crate::lint::checks::Emit;
+use crate::lint::engine::{IGNORE_ANNOTATION, IgnoreAnnotation, Outcome};
 use crate::model::{Finding, Suppression};
 
 pub const INVALID: &str = "ignore-invalid";
 pub const UNUSED: &str = "ignore-unused";
-const POLICY_PREFIX: &str = crate::kyverno::report::PREFIX;
+const POLICY_PREFIX: &str = crate::lint::kyverno::report::PREFIX;
 
 /// What the suppression step does in a run.
 #[derive(Clone, Copy, Debug)]
@@ -62,10 +62,11 @@ pub fn parse(value: &str, catalog: &Catalog) -> Result<Ignore, String> {
             .strip_prefix(POLICY_PREFIX)
             .is_some_and(|name| !name.is_empty());
         if catalog.rule(id).is_none() && !policy {
-            let hint = crate::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
-                .map_or("see `credlint rules`".to_string(), |c| {
-                    format!("did you mean `{c}`?")
-                });
+            let hint =
+                crate::cli::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
+                    .map_or("see `credlint rules`".to_string(), |c| {
+                        format!("did you mean `{c}`?")
+                    });
             return Err(format!(
                 "`{IGNORE_ANNOTATION}` names the unknown rule `{id}` ({hint})"
             ));

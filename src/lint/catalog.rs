@@ -2,8 +2,8 @@
 //! ADR point, rationale, remediation; for object rules the CEL that decides them), plus
 //! `rules/_match.yaml`, the named CEL conditions that say which objects a rule looks at.
 
+use crate::load::yaml::{self, Node, Parsed};
 use crate::model::{Scope, Severity};
-use crate::yaml::{self, Node, Parsed};
 use std::sync::OnceLock;
 
 include!(concat!(env!("OUT_DIR"), "/rule_files.rs"));
@@ -346,7 +346,7 @@ fn parse_validations(node: Option<&Node>) -> Result<Vec<Validation>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cel::Cel;
+    use crate::lint::cel::Cel;
 
     #[test]
     fn the_embedded_catalog_parses_and_every_expression_compiles() {

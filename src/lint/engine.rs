@@ -2,20 +2,20 @@
 //! rules; bundle facts kept), then bundles assembled across files and their rules run, then the
 //! findings sorted.
 
-use crate::bundle::{self, Bundle, Member, MemberKind, Owner};
-use crate::catalog::{Catalog, RESOURCES, Resource, Validation};
-use crate::cel::reads::{self, Pattern};
-use crate::cel::{Cel, Compiled, RuleSet, Verdict};
-use crate::checks::runtime::{self, Checked};
-use crate::checks::{Emit, bundle_rules, plan, text, wiring};
-use crate::input::{self, InputError, InputFile};
-use crate::locate::span_for;
-use crate::members::{self, Keep};
+use crate::lint::catalog::{Catalog, RESOURCES, Resource, Validation};
+use crate::lint::cel::reads::{self, Pattern};
+use crate::lint::cel::{Cel, Compiled, RuleSet, Verdict};
+use crate::lint::checks::runtime::{self, Checked};
+use crate::lint::checks::{Emit, bundle_rules, plan, text, wiring};
+use crate::lint::verdicts::{ObjectVerdicts, VerdictCache, Verdicts};
+use crate::load::input::{self, InputError, InputFile};
+use crate::load::locate::span_for;
+use crate::load::source::Source;
+use crate::load::yaml::{self, Node, Parsed, Span};
+use crate::model::bundle::{self, Bundle, Member, MemberKind, Owner};
+use crate::model::members::{self, Keep};
+use crate::model::object::{self, Object};
 use crate::model::{Finding, ObjectRef, Severity, bundle_id};
-use crate::object::{self, Object};
-use crate::source::Source;
-use crate::verdicts::{ObjectVerdicts, VerdictCache, Verdicts};
-use crate::yaml::{self, Node, Parsed, Span};
 use rayon::prelude::*;
 use std::collections::HashMap;
 
@@ -25,7 +25,7 @@ pub struct Options {
     pub credentials_image: Option<String>,
     pub keep: Keep,
     /// Kyverno ValidatingPolicies applied to every object (`check --policy`).
-    pub policies: Option<std::sync::Arc<crate::kyverno::PolicySet>>,
+    pub policies: Option<std::sync::Arc<crate::lint::kyverno::PolicySet>>,
     /// Threads that lint files and segments in parallel (`None`: one per core).
     pub threads: Option<usize>,
 }
@@ -46,7 +46,7 @@ pub struct Summary {
 pub struct IgnoreAnnotation {
     pub object: ObjectRef,
     pub value: String,
-    pub loc: crate::source::Loc,
+    pub loc: crate::load::source::Loc,
 }
 
 /// The annotation that suppresses findings on an object.
@@ -243,7 +243,7 @@ impl Engine {
         compiled: &Compiled,
         slot: usize,
         root: &Node,
-        bound: &mut Option<crate::cel::Bound>,
+        bound: &mut Option<crate::lint::cel::Bound>,
     ) -> Verdict {
         self.verdicts[slot].get_or(
             |key| reads::key(root, &compiled.pattern, key),
@@ -357,7 +357,9 @@ impl Engine {
             // Problems of the policies point into the policy files, listed after the inputs.
             let first = files.len();
             files.extend(set.files.iter().map(|f| f.display.clone()));
-            findings.extend(crate::kyverno::report::unsupported_findings(set, first));
+            findings.extend(crate::lint::kyverno::report::unsupported_findings(
+                set, first,
+            ));
         }
         let finishing = std::time::Instant::now();
         let finished = assembler.finish();
@@ -693,14 +695,14 @@ impl Engine {
 
     /// The schema check, done once per shape of object: the members of a clean render differ in
     /// names, which the check does not read.
-    fn schema_check(&self, obj: &Object) -> Vec<crate::schema::SchemaIssue> {
-        let check = || crate::schema::check(obj.root, obj.api_version, obj.kind);
-        if !crate::schema::has_shape(obj.root) {
+    fn schema_check(&self, obj: &Object) -> Vec<crate::lint::schema::SchemaIssue> {
+        let check = || crate::lint::schema::check(obj.root, obj.api_version, obj.kind);
+        if !crate::lint::schema::has_shape(obj.root) {
             return check();
         }
         let mut found = None;
         let clean = self.shapes.get_or(
-            |key| crate::schema::shape(obj.root, obj.api_version, obj.kind, key),
+            |key| crate::lint::schema::shape(obj.root, obj.api_version, obj.kind, key),
             || {
                 let issues = check();
                 let clean = issues.is_empty();
@@ -721,7 +723,7 @@ impl Engine {
         &self,
         name: &str,
         obj: &Object,
-        bound: &mut Option<crate::cel::Bound>,
+        bound: &mut Option<crate::lint::cel::Bound>,
         verdicts: &mut ObjectVerdicts,
     ) -> bool {
         self.conditions.get(name).is_some_and(|(compiled, slot)| {
@@ -741,7 +743,7 @@ impl Engine {
         if let Some(set) = &self.options.policies {
             let reference = obj.reference();
             emit.findings
-                .extend(crate::kyverno::report::object_findings(
+                .extend(crate::lint::kyverno::report::object_findings(
                     set, obj, source, &reference, bundle, admitted,
                 ));
         }
@@ -752,7 +754,7 @@ impl Engine {
         &self,
         rule: &ObjectRule,
         obj: &Object,
-        bound: &mut Option<crate::cel::Bound>,
+        bound: &mut Option<crate::lint::cel::Bound>,
         verdicts: &mut ObjectVerdicts,
         source: &Source,
         emit: &mut Emit,
@@ -774,7 +776,7 @@ impl Engine {
                 .iter()
                 .map(|path| {
                     let span = span_for(obj.root, path);
-                    let reach = crate::locate::reach(obj.root, path);
+                    let reach = crate::load::locate::reach(obj.root, path);
                     let value = reach
                         .complete
                         .then(|| reach.node.display_for_message())

@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use serde::de::DeserializeOwned;
 
-use crate::yaml::de::{self, Context, ErrorKind, PathSegment, describe, path_string};
-use crate::yaml::{Node, Span, Value};
+use crate::load::yaml::de::{self, Context, ErrorKind, PathSegment, describe, path_string};
+use crate::load::yaml::{Node, Span, Value};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchemaIssue {

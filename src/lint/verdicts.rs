@@ -5,8 +5,8 @@
 //!
 //! Keys are kept exactly, not as digests, so two projections can never be confused.
 
-use crate::cel::Verdict;
-use crate::wordhash::WordState;
+use crate::common::wordhash::WordState;
+use crate::lint::cel::Verdict;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;

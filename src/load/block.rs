@@ -2,8 +2,8 @@
 //! the block is file line `first + k`, shifted by the block's indentation. Findings about
 //! plan.json and create.py point at their own lines this way, not at the ConfigMap.
 
-use crate::source::Source;
-use crate::yaml::{Node, Style, Value};
+use crate::load::source::Source;
+use crate::load::yaml::{Node, Style, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LiteralBlock {
@@ -46,7 +46,7 @@ impl LiteralBlock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::{Parsed, parse};
+    use crate::load::yaml::{Parsed, parse};
 
     #[test]
     fn maps_decoded_lines_to_file_lines() {
@@ -61,7 +61,7 @@ mod tests {
         assert_eq!(block.header_line(), Some(1));
         let at = block.offset(&source, 2, 2).unwrap();
         assert_eq!(&text[at..at + 5], "x = 1");
-        assert_eq!(source.loc(crate::yaml::Span::new(at, at)).line, 5);
+        assert_eq!(source.loc(crate::load::yaml::Span::new(at, at)).line, 5);
     }
 
     #[test]

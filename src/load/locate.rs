@@ -1,7 +1,7 @@
 //! Paths into an object's tree, and the span a finding shows for a path: the value itself when
 //! it exists, else the nearest thing that does (the key of the mapping that lacks the field).
 
-use crate::yaml::{Node, Span, Value};
+use crate::load::yaml::{Node, Span, Value};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Seg {
@@ -131,7 +131,7 @@ pub fn display(path: &[Seg]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::{Parsed, parse};
+    use crate::load::yaml::{Parsed, parse};
 
     fn key(k: &str) -> Seg {
         Seg::Key(k.into())

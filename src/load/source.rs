@@ -1,7 +1,7 @@
 //! The text of one input file, and turning byte offsets into 1-based lines and character columns
 //! without rescanning the file (a diagnostic near the end of a 40 MB file must stay cheap).
 
-use crate::yaml::Span;
+use crate::load::yaml::Span;
 
 /// Line starts of a text, found once, and the number of characters before every
 /// [`CHAR_BLOCK`]-byte block, so that a column near the end of a 50 MB line (a minified JSON

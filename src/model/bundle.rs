@@ -4,8 +4,8 @@
 //! bundle rules need, with their locations already computed. Files' texts and trees are dropped
 //! as soon as they are read, so a 4,000-bundle tree is held as facts, not as documents.
 
+use crate::load::source::At;
 use crate::model::{ObjectRef, bundle_id};
-use crate::source::At;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,6 +1,6 @@
 //! What a run produces: findings with their severity, location, object and bundle.
 
-use crate::source::Loc;
+use crate::load::source::Loc;
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,14 +1,14 @@
 //! From a recognised object to its [`Member`]: the owner it belongs to and the facts the
 //! bundle rules need, located while the file's text is at hand.
 
-use crate::bundle::{
+use crate::load::locate::{Seg, span_for};
+use crate::load::source::Source;
+use crate::load::yaml::{Node, Value};
+use crate::model::bundle::{
     ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, SUFFIX,
     Volume, owner_of_name, owner_prefix,
 };
-use crate::locate::{Seg, span_for};
-use crate::object::Object;
-use crate::source::Source;
-use crate::yaml::{Node, Value};
+use crate::model::object::Object;
 use sha2::Digest;
 
 /// What to keep beyond the facts.
@@ -246,5 +246,5 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
 
 /// Whether a node is a string scalar written as a literal block (`|`).
 pub fn is_literal_block(node: &Node) -> bool {
-    matches!(node.value, Value::Str(_)) && node.style == crate::yaml::Style::Literal
+    matches!(node.value, Value::Str(_)) && node.style == crate::load::yaml::Style::Literal
 }

@@ -1,8 +1,8 @@
 //! Kubernetes objects in a document: identity (apiVersion, kind, namespace, name), with the
 //! items of `kind: List` taken one by one as kubectl does.
 
+use crate::load::yaml::{Node, Value};
 use crate::model::ObjectRef;
-use crate::yaml::{Node, Value};
 
 /// An object inside a document tree.
 #[derive(Clone, Copy, Debug)]
@@ -67,7 +67,7 @@ pub fn objects<'n, 'a>(root: &'n Node<'a>, out: &mut Vec<Object<'n, 'a>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::{Parsed, parse};
+    use crate::load::yaml::{Parsed, parse};
 
     #[test]
     fn lists_are_unpacked_and_non_objects_skipped() {

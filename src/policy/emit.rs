@@ -2,7 +2,7 @@
 //! and every string written so that go-yaml v2 (kubectl, Helm, Argo CD) reads it back as the
 //! same string (a test reads every generated file back with credlint's own go-yaml-v2 loader).
 
-use crate::yaml::{Node, Value};
+use crate::load::yaml::{Node, Value};
 use std::fmt::Write;
 
 /// A JSON-like value whose maps keep the order their keys were given in.
@@ -388,7 +388,7 @@ fn folded_lines(s: &str, width: usize) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::{Parsed, parse};
+    use crate::load::yaml::{Parsed, parse};
 
     fn round_trip(y: &Y) -> Y {
         let text = document(y);

@@ -20,7 +20,7 @@
 
 pub mod emit;
 
-use crate::catalog::{Catalog, Resource, Rule};
+use crate::lint::catalog::{Catalog, Resource, Rule};
 use crate::model::Severity;
 pub use emit::Y;
 

@@ -1,7 +1,7 @@
 //! The generated policies carry the rules' CEL verbatim, in the shape of each flavor.
 
 use super::*;
-use crate::yaml::{Parsed, parse};
+use crate::load::yaml::{Parsed, parse};
 
 fn options(flavor: Flavor) -> Options {
     Options {
@@ -194,13 +194,13 @@ fn audit_and_the_credentials_image_are_baked_in() {
         "'registry.example/credentials:1@sha256:ab\\'c\\\\'"
     );
     // The literal evaluates back to the image.
-    let cel = crate::cel::Cel::new();
+    let cel = crate::lint::cel::Cel::new();
     let Parsed::Document(d) = &parse("kind: X\n")[0] else {
         panic!()
     };
     let act = cel.activation(&d.root, &[], &[("x", image)]);
     let same = cel.compile(&format!("{literal} == variables.x")).unwrap();
-    assert_eq!(act.check(&same), crate::cel::Verdict::Pass);
+    assert_eq!(act.check(&same), crate::lint::cel::Verdict::Pass);
     let ttl = all.iter().find(|g| g.rule == "job-ttl").unwrap();
     assert!(
         ttl.documents[0]
@@ -377,7 +377,7 @@ const PORTABLE: &[&str] = &[
 #[test]
 fn every_generated_expression_is_portable_to_kubernetes_and_kyverno() {
     let catalog = Catalog::get();
-    let cel = crate::cel::Cel::new();
+    let cel = crate::lint::cel::Cel::new();
     let mut problems = Vec::new();
     for rule in catalog.rules.iter().filter(|r| r.object.is_some()) {
         let object = rule.object.as_ref().unwrap();

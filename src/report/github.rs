@@ -7,7 +7,7 @@
 //! Escaping, as the runner decodes it: in the message, `%`, CR and LF become `%25`, `%0D` and
 //! `%0A`; in the properties also `:` and `,` (`%3A`, `%2C`), which separate them.
 
-use crate::engine::Outcome;
+use crate::lint::engine::Outcome;
 use crate::model::Severity;
 
 pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {

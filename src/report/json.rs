@@ -3,7 +3,7 @@
 //! (a second place a finding refers to), `suppressed` on a finding a `credlint.io/ignore`
 //! annotation accepts (its reason and where the annotation stands), and `summary.suppressed`.
 
-use crate::engine::Outcome;
+use crate::lint::engine::Outcome;
 use crate::model::Finding;
 use serde::Serialize;
 

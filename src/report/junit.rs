@@ -9,9 +9,9 @@
 //! `<skipped>` with the annotation's reason.
 
 use super::Context;
-use crate::bundle::MemberKind;
-use crate::catalog::Catalog;
-use crate::engine::Outcome;
+use crate::lint::catalog::Catalog;
+use crate::lint::engine::Outcome;
+use crate::model::bundle::MemberKind;
 use crate::model::{Finding, Scope};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

@@ -6,7 +6,7 @@ pub mod junit;
 pub mod sarif;
 pub mod text;
 
-use crate::engine::Outcome;
+use crate::lint::engine::Outcome;
 use crate::model::Severity;
 
 /// What the formats need to know of the run besides its outcome.

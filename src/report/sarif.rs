@@ -4,10 +4,10 @@
 //! `columnKind` says, end column exclusive), with the finding's labels as related locations and
 //! a `credlint.io/ignore` annotation as an in-source suppression carrying its reason.
 
-use crate::catalog::Catalog;
-use crate::engine::Outcome;
+use crate::lint::catalog::Catalog;
+use crate::lint::engine::Outcome;
+use crate::load::source::Loc;
 use crate::model::{Finding, Severity};
-use crate::source::Loc;
 use serde::Serialize;
 
 const SCHEMA: &str =

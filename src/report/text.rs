@@ -5,10 +5,10 @@
 //! keeps a line index, so a finding near the end of a 40 MB file renders in microseconds.
 
 use super::Texts;
-use crate::catalog::Catalog;
-use crate::engine::{IGNORE_ANNOTATION, Outcome};
+use crate::lint::catalog::Catalog;
+use crate::lint::engine::{IGNORE_ANNOTATION, Outcome};
+use crate::load::source::LineIndex;
 use crate::model::{Finding, Severity};
-use crate::source::LineIndex;
 use miette::{
     GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, MietteError,
     MietteSpanContents, SourceCode, SourceSpan, SpanContents,

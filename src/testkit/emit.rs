@@ -6,7 +6,7 @@
 
 use super::Choices;
 use super::generate::Draft;
-use crate::render::{Quote, flow};
+use crate::testkit::render::{Quote, flow};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write;

@@ -6,7 +6,7 @@
 
 use super::emit::Layout;
 use super::{Case, Choices, Rng};
-use crate::render::{Spec, objects_as_json};
+use crate::testkit::render::{Spec, objects_as_json};
 use serde_json::{Value, json};
 
 const KINDS: &[&str] = &["cache", "broker", "bucket", "component"];
@@ -63,7 +63,7 @@ pub fn pinned_image(c: &mut dyn Choices) -> String {
 
 /// The reference program, sometimes with comment lines of its own (which change the hash).
 fn script(c: &mut dyn Choices) -> String {
-    let mut script = crate::render::clean_script();
+    let mut script = crate::testkit::render::clean_script();
     for _ in 0..c.below(3) {
         let n = c.between(1, 40);
         script.push_str(&format!("# note {}\n", name(c, n)));
@@ -264,9 +264,9 @@ pub fn job_name(owner: &str, plan: &str, script: &str, image: &str) -> String {
     let mut state = sha2::Sha256::new();
     state.update(plan.as_bytes());
     state.update(script.as_bytes());
-    crate::checks::bundle_rules::expected_job_name(
+    crate::lint::checks::bundle_rules::expected_job_name(
         owner,
-        &crate::checks::bundle_rules::job_hash(&state, image),
+        &crate::lint::checks::bundle_rules::job_hash(&state, image),
     )
 }
 

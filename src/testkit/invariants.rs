@@ -1,8 +1,8 @@
 //! Properties every run must have, whatever its input: checked by the fuzz targets and the
 //! property tests alike. Each panics with what went wrong.
 
-use crate::engine::Outcome;
-use crate::source::Source;
+use crate::lint::engine::Outcome;
+use crate::load::source::Source;
 
 /// Every finding lies inside its file: the span within the text and on character boundaries,
 /// the line and column those of the span's start, the end not before the start.
@@ -45,7 +45,7 @@ pub fn locations_inside(outcome: &Outcome, files: &[(String, String)]) {
 pub fn rules_on<'o>(
     outcome: &'o Outcome,
     file: usize,
-    object: &crate::object::Object,
+    object: &crate::model::object::Object,
 ) -> std::collections::BTreeSet<&'o str> {
     let reference = object.reference();
     let span = object.root.span;

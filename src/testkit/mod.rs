@@ -1,4 +1,4 @@
-//! Generators shared by the property tests (`tests/properties.rs`) and the fuzz targets
+//! Test-only (feature `testkit`, or unit tests): generators shared by the property tests (`tests/properties.rs`) and the fuzz targets
 //! (`fuzz/`): random valid bundles in every rendering style, split across files, and
 //! single-fault mutants, one family per rule. Not used by `credlint check`.
 //!
@@ -10,6 +10,7 @@ pub mod emit;
 pub mod faults;
 pub mod generate;
 pub mod invariants;
+pub mod render;
 
 pub use emit::{Layout, render_files};
 
@@ -97,13 +98,15 @@ pub struct Case {
 }
 
 impl Case {
-    /// The files as in-memory inputs for [`crate::engine::Engine::run`].
-    pub fn inputs(&self) -> Vec<crate::input::InputFile> {
+    /// The files as in-memory inputs for [`crate::lint::engine::Engine::run`].
+    pub fn inputs(&self) -> Vec<crate::load::input::InputFile> {
         self.files
             .iter()
-            .map(|(path, text)| crate::input::InputFile {
+            .map(|(path, text)| crate::load::input::InputFile {
                 display: path.clone(),
-                origin: crate::input::Origin::Memory(std::sync::Arc::new(text.as_bytes().to_vec())),
+                origin: crate::load::input::Origin::Memory(std::sync::Arc::new(
+                    text.as_bytes().to_vec(),
+                )),
             })
             .collect()
     }

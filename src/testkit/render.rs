@@ -1,7 +1,7 @@
 //! Renders a correct credentials bundle, as the platform's renderer would: the fixtures, the
 //! benchmark corpus and the property tests start from it. Not used by `credlint check`.
 
-use crate::checks::bundle_rules::{expected_job_name, job_hash};
+use crate::lint::checks::bundle_rules::{expected_job_name, job_hash};
 use sha2::Digest;
 use std::fmt::Write;
 
@@ -184,8 +184,10 @@ impl Spec {
 /// A name as a plain scalar, quoted when YAML would read it as something else (a namespace
 /// `7`, an owner `y`, which go-yaml v2 reads as true).
 fn name_scalar(name: &str) -> String {
-    match crate::yaml::parse(name).first() {
-        Some(crate::yaml::Parsed::Document(d)) if d.root.as_str() == Some(name) => name.to_string(),
+    match crate::load::yaml::parse(name).first() {
+        Some(crate::load::yaml::Parsed::Document(d)) if d.root.as_str() == Some(name) => {
+            name.to_string()
+        }
         _ => serde_json::Value::from(name).to_string(),
     }
 }
@@ -206,7 +208,7 @@ fn indent(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Options, check_text};
+    use crate::lint::engine::{Options, check_text};
 
     #[test]
     fn a_rendered_bundle_is_clean_for_every_kind() {
@@ -236,17 +238,17 @@ pub enum Quote {
 
 /// The objects of a YAML text as JSON values (through credlint's own loader).
 pub fn objects_as_json(yaml_text: &str) -> Vec<serde_json::Value> {
-    crate::yaml::parse(yaml_text)
+    crate::load::yaml::parse(yaml_text)
         .iter()
         .filter_map(|p| match p {
-            crate::yaml::Parsed::Document(d) if !d.root.is_null() => Some(node_json(&d.root)),
+            crate::load::yaml::Parsed::Document(d) if !d.root.is_null() => Some(node_json(&d.root)),
             _ => None,
         })
         .collect()
 }
 
-fn node_json(node: &crate::yaml::Node) -> serde_json::Value {
-    use crate::yaml::Value as V;
+fn node_json(node: &crate::load::yaml::Node) -> serde_json::Value {
+    use crate::load::yaml::Value as V;
     match &node.value {
         V::Null => serde_json::Value::Null,
         V::Bool(b) => (*b).into(),
@@ -365,8 +367,8 @@ fn scalar(s: &str, quote: Quote) -> String {
         || s.starts_with(['-', '?', ' '])
         || s.ends_with(' ')
         || !matches!(
-            crate::yaml::parse(s).first(),
-            Some(crate::yaml::Parsed::Document(d)) if d.root.as_str() == Some(s)
+            crate::load::yaml::parse(s).first(),
+            Some(crate::load::yaml::Parsed::Document(d)) if d.root.as_str() == Some(s)
         );
     match quote {
         Quote::Single if !s.contains('\n') => format!("'{}'", s.replace('\'', "''")),
@@ -704,5 +706,5 @@ spec:
 
 /// The program the clean examples carry: the reference implementation of ADR-072 points 2-4.
 pub fn clean_script() -> String {
-    include_str!("../fixtures/runtime/create.py").to_string()
+    include_str!("../../fixtures/runtime/create.py").to_string()
 }

@@ -214,7 +214,7 @@ class Variables(celtypes.MapType):
 
 # ---------------------------------------------------------------------------------------------
 # Which resource an object is, as the API server names it in an admission request. The table is
-# that of src/kyverno/matching.rs (kinds whose resource is not the kind lowercased with an `s`,
+# that of src/lint/kyverno/matching.rs (kinds whose resource is not the kind lowercased with an `s`,
 # and cluster-scoped kinds); other kinds are pluralized as kubectl guesses.
 
 KINDS = {

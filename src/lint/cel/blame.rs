@@ -11,8 +11,8 @@
 //!   innermost comprehension variable) that exists is blamed; when none exists, the innermost
 //!   one, shown where it stops existing (the field that is missing).
 
-use crate::locate::{Path, Seg, reach};
-use crate::yaml::Node;
+use crate::load::locate::{Path, Seg, reach};
+use crate::load::yaml::Node;
 use cel::IdedExpr;
 use cel::common::ast::{ComprehensionExpr, Expr, LiteralValue};
 use cel::objects::{Key, Value};

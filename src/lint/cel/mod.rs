@@ -17,8 +17,8 @@ pub use ruleset::{Compiled, CompiledRule, RuleSet};
 
 pub use inspect::Usage;
 
-use crate::locate::Path;
-use crate::yaml::{Node, Value as YValue};
+use crate::load::locate::Path;
+use crate::load::yaml::{Node, Value as YValue};
 use cel::objects::{Key, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -10,7 +10,7 @@
 //! projection are therefore indistinguishable to the expression, which gives the same verdict
 //! on both: that is what makes the projection a sound cache key.
 
-use crate::yaml::{Node, Value as YValue};
+use crate::load::yaml::{Node, Value as YValue};
 use cel::IdedExpr;
 use cel::common::ast::{ComprehensionExpr, Expr, LiteralValue};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -543,7 +543,7 @@ pub fn prune<'a>(node: &Node<'a>, pattern: &Pattern) -> Node<'a> {
                     .iter()
                     .filter_map(|e| {
                         let sub = fields.get(e.key.as_ref())?;
-                        Some(crate::yaml::Entry {
+                        Some(crate::load::yaml::Entry {
                             key: e.key.clone(),
                             key_span: e.key_span,
                             value: prune(&e.value, sub),

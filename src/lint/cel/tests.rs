@@ -1,7 +1,7 @@
 use super::reads::Pattern;
 use super::*;
-use crate::locate::{Seg, span_for};
-use crate::yaml::{Parsed, parse};
+use crate::load::locate::{Seg, span_for};
+use crate::load::yaml::{Parsed, parse};
 
 fn root(text: &str) -> Node<'_> {
     match parse(text).into_iter().next() {
@@ -157,7 +157,7 @@ fn both_parsers_agree_on_every_shipped_expression() {
 }
 
 fn parsers_agree() {
-    let catalog = crate::catalog::Catalog::get();
+    let catalog = crate::lint::catalog::Catalog::get();
     let mut texts: Vec<String> = catalog.conditions.iter().map(|(_, t)| t.clone()).collect();
     for rule in &catalog.rules {
         let Some(object) = &rule.object else { continue };
@@ -215,7 +215,7 @@ fn a_result_that_is_not_a_boolean_is_described_the_same_every_time() {
 
 /// Every shipped program, compiled as the engine compiles it.
 fn shipped_programs(cel: &Cel) -> (RuleSet, Vec<(String, super::ruleset::Compiled)>) {
-    let catalog = crate::catalog::Catalog::get();
+    let catalog = crate::lint::catalog::Catalog::get();
     let mut rules = RuleSet::default();
     let mut programs = Vec::new();
     for (name, text) in &catalog.conditions {

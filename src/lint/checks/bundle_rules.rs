@@ -2,7 +2,7 @@
 //! `job-wiring` and `job-name-hash`.
 
 use super::{Emit, wiring};
-use crate::bundle::{
+use crate::model::bundle::{
     Bundle, Facts, MEMBER_KINDS, Member, MemberKind, RoleRule, SUFFIX, owner_prefix,
 };
 use sha2::Digest;

@@ -7,9 +7,9 @@ pub mod runtime;
 pub mod text;
 pub mod wiring;
 
-use crate::catalog::Catalog;
+use crate::lint::catalog::Catalog;
+use crate::load::source::Loc;
 use crate::model::{Finding, Label, ObjectRef, Severity};
-use crate::source::Loc;
 
 /// Collects findings, with each rule's severity from the catalog.
 pub struct Emit<'c> {

@@ -1,10 +1,10 @@
 //! `plan-invalid`: plan.json must be JSON and follow bundle.md section 2. Problems point into
 //! the plan's own lines when it is a literal block.
 
-use crate::block::LiteralBlock;
-use crate::bundle::Plan;
-use crate::source::{LineIndex, Source};
-use crate::yaml::{self, Node, Parsed, Span, Value};
+use crate::load::block::LiteralBlock;
+use crate::load::source::{LineIndex, Source};
+use crate::load::yaml::{self, Node, Parsed, Span, Value};
+use crate::model::bundle::Plan;
 
 pub const PLAN_KINDS: &[&str] = &["cache", "broker", "bucket", "component"];
 
@@ -16,9 +16,10 @@ pub type Problem = (Span, String);
 pub fn check(config_map: &Node, owner: &str, source: &Source) -> (Option<Plan>, Vec<Problem>) {
     let mut problems = Vec::new();
     let Some(node) = config_map.at(&["data", "plan.json"]) else {
-        let at = config_map
-            .entry("data")
-            .map_or_else(|| crate::locate::root_span(config_map), |e| e.key_span);
+        let at = config_map.entry("data").map_or_else(
+            || crate::load::locate::root_span(config_map),
+            |e| e.key_span,
+        );
         problems.push((at, "the ConfigMap has no plan.json".to_string()));
         return (None, problems);
     };

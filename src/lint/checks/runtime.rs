@@ -2,9 +2,9 @@
 //! `runtime-forbidden-method`) on create.py, placed on the program's own line in the YAML file:
 //! the literal block's offset plus the line in the script.
 
-use crate::block::LiteralBlock;
-use crate::source::Source;
-use crate::yaml::{Node, Span};
+use crate::load::block::LiteralBlock;
+use crate::load::source::Source;
+use crate::load::yaml::{Node, Span};
 
 pub struct RuntimeFinding {
     pub rule: &'static str,
@@ -28,7 +28,7 @@ pub struct Later {
 
 impl Later {
     pub fn finish(self, source: &Source) -> Vec<RuntimeFinding> {
-        let found = crate::python::check_script(&self.script);
+        let found = crate::runtime::python::check_script(&self.script);
         locate(found, self.block, self.span, source)
     }
 }
@@ -40,7 +40,7 @@ pub fn check_or_wait(script_node: &Node, source: &Source) -> Checked {
         return Checked::Now(Vec::new());
     };
     let block = LiteralBlock::of(source, script_node);
-    match crate::python::check_script_unless_busy(script) {
+    match crate::runtime::python::check_script_unless_busy(script) {
         Some(found) => Checked::Now(locate(found, block, script_node.span, source)),
         None => Checked::Later(Later {
             script: script.to_string(),
@@ -53,7 +53,7 @@ pub fn check_or_wait(script_node: &Node, source: &Source) -> Checked {
 /// Findings of a script, placed in the file: on their own lines in a literal block, else on
 /// the script's value.
 fn locate(
-    found: Vec<crate::python::ScriptFinding>,
+    found: Vec<crate::runtime::python::ScriptFinding>,
     block: Option<LiteralBlock>,
     whole: Span,
     source: &Source,
@@ -94,9 +94,9 @@ const PREWARM_BYTES: usize = 1024 * 1024;
 /// run, then overlaps compiling the rules and linting the other objects, and linting finds the
 /// result cached (or waits for it, never repeating it). Larger inputs are left alone: there
 /// the cache is warm after the first bundle anyway.
-pub fn prewarm(files: &[crate::input::InputFile]) {
+pub fn prewarm(files: &[crate::load::input::InputFile]) {
     let files = files.to_vec();
-    let sizes: Option<usize> = files.iter().map(crate::input::size).sum();
+    let sizes: Option<usize> = files.iter().map(crate::load::input::size).sum();
     if files.is_empty() || sizes.is_none_or(|total| total > PREWARM_BYTES) {
         return;
     }
@@ -104,7 +104,7 @@ pub fn prewarm(files: &[crate::input::InputFile]) {
         .name("credlint-prewarm".into())
         .spawn(move || {
             for file in &files {
-                let Ok(bytes) = crate::input::read(file) else {
+                let Ok(bytes) = crate::load::input::read(file) else {
                     continue;
                 };
                 let Ok(text) = std::str::from_utf8(&bytes) else {
@@ -112,24 +112,24 @@ pub fn prewarm(files: &[crate::input::InputFile]) {
                 };
                 // Only the documents that can hold a program are parsed: the others are the
                 // main thread's business, and this thread's head start is the point.
-                let ranges = crate::yaml::document_ranges(text);
+                let ranges = crate::load::yaml::document_ranges(text);
                 for range in ranges
                     .into_iter()
                     .filter(|r| text[r.clone()].contains("create.py"))
                 {
-                    for parsed in crate::yaml::parse_range(text, range) {
-                        let crate::yaml::Parsed::Document(doc) = parsed else {
+                    for parsed in crate::load::yaml::parse_range(text, range) {
+                        let crate::load::yaml::Parsed::Document(doc) = parsed else {
                             continue;
                         };
                         let mut objects = Vec::new();
-                        crate::object::objects(&doc.root, &mut objects);
+                        crate::model::object::objects(&doc.root, &mut objects);
                         for object in objects.iter().filter(|o| o.kind == "ConfigMap") {
                             if let Some(script) = object
                                 .root
                                 .at(&["data", "create.py"])
                                 .and_then(Node::as_str)
                             {
-                                crate::python::check_script(script);
+                                crate::runtime::python::check_script(script);
                             }
                         }
                     }

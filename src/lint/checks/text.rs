@@ -1,9 +1,9 @@
 //! Rules on the raw text: the form of create.py (`script-not-literal`), the allowlist pragma on
 //! its header line (`pragma-missing`), and every other pragma in the file (`pragma-misplaced`).
 
-use crate::block::LiteralBlock;
-use crate::source::Source;
-use crate::yaml::{Node, Span, Style};
+use crate::load::block::LiteralBlock;
+use crate::load::source::Source;
+use crate::load::yaml::{Node, Span, Style};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -39,9 +39,10 @@ pub fn check_script(
     out: &mut Vec<TextProblem>,
 ) -> Option<usize> {
     let Some(entry) = config_map.get("data").and_then(|d| d.entry("create.py")) else {
-        let at = config_map
-            .entry("data")
-            .map_or_else(|| crate::locate::root_span(config_map), |e| e.key_span);
+        let at = config_map.entry("data").map_or_else(
+            || crate::load::locate::root_span(config_map),
+            |e| e.key_span,
+        );
         out.push((
             "script-not-literal",
             at,

@@ -1,9 +1,9 @@
 //! `rolebinding-wiring` (decided from the RoleBinding alone: its name says whose it is) and
 //! `job-wiring` (decided once the Job's owner is known).
 
-use crate::bundle::{JobFacts, SUFFIX};
-use crate::source::At;
-use crate::yaml::{Node, Span};
+use crate::load::source::At;
+use crate::load::yaml::{Node, Span};
+use crate::model::bundle::{JobFacts, SUFFIX};
 
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 pub const COMMAND: [&str; 3] = [
@@ -16,7 +16,7 @@ pub const MOUNT_PATH: &str = "/credentials";
 pub fn rolebinding(root: &Node, owner: &str, namespace: Option<&str>) -> Vec<(Span, String)> {
     let mut out = Vec::new();
     let expected = format!("{owner}{SUFFIX}");
-    let anchor = crate::locate::root_span(root);
+    let anchor = crate::load::locate::root_span(root);
     match root.get("roleRef") {
         None => out.push((
             anchor,

@@ -27,7 +27,7 @@ fn a_program_analysed_elsewhere_is_reported_after_the_rest_in_place() {
             Parsed::Error(_) => None,
         })
         .unwrap();
-    crate::python::claim(&script);
+    crate::runtime::python::claim(&script);
     let waited = check_text("bad-requests.yaml", &text, Options::default()).unwrap();
     let on_the_spot = check_text("bad-requests.yaml", &text, Options::default()).unwrap();
     let waited = located(&waited);

@@ -4,8 +4,8 @@
 //! selector by namespace name.
 
 use super::spec::{MatchResources, ResourceRule, Selector};
-use crate::object::Object;
-use crate::yaml::Node;
+use crate::load::yaml::Node;
+use crate::model::object::Object;
 
 /// The operation a manifest stands for: applying it creates the object (Argo CD re-creates hooks).
 pub const OPERATION: &str = "CREATE";

@@ -20,12 +20,12 @@ pub mod report;
 pub mod spec;
 pub mod support;
 
-use crate::cel::{Bound, Cel, Program};
-use crate::input::{self, InputError};
-use crate::locate::Path;
+use crate::lint::cel::{Bound, Cel, Program};
+use crate::load::input::{self, InputError};
+use crate::load::locate::Path;
+use crate::load::yaml::{self, Node, Parsed, Span};
 use crate::model::Severity;
-use crate::object::Object;
-use crate::yaml::{self, Node, Parsed, Span};
+use crate::model::object::Object;
 pub use matching::{OPERATION, Target};
 use spec::{Body, MatchResources, Problem, Reader};
 use support::Place;
@@ -196,7 +196,7 @@ impl PolicySet {
                 }
             };
             let mut objects = Vec::new();
-            crate::object::objects(&doc.root, &mut objects);
+            crate::model::object::objects(&doc.root, &mut objects);
             for obj in objects {
                 self.read_document(file, &obj);
             }
@@ -434,9 +434,9 @@ impl PolicySet {
         let mut condition_error = None;
         for (name, program) in &variant.conditions {
             match bare.check(program) {
-                crate::cel::Verdict::Pass => {}
-                crate::cel::Verdict::Deny => return Verdict::NotMatched,
-                crate::cel::Verdict::Error(e) => {
+                crate::lint::cel::Verdict::Pass => {}
+                crate::lint::cel::Verdict::Deny => return Verdict::NotMatched,
+                crate::lint::cel::Verdict::Error(e) => {
                     condition_error.get_or_insert((name.clone(), e));
                 }
             }
@@ -458,8 +458,8 @@ impl PolicySet {
         let mut denials = Vec::new();
         for v in &variant.validations {
             match activation.check(&v.expression) {
-                crate::cel::Verdict::Pass => {}
-                crate::cel::Verdict::Deny => {
+                crate::lint::cel::Verdict::Pass => {}
+                crate::lint::cel::Verdict::Deny => {
                     let message = v
                         .message_expression
                         .as_ref()
@@ -473,7 +473,7 @@ impl PolicySet {
                         error: false,
                     });
                 }
-                crate::cel::Verdict::Error(e) if policy.fail_closed => denials.push(Denial {
+                crate::lint::cel::Verdict::Error(e) if policy.fail_closed => denials.push(Denial {
                     message: format!(
                         "the expression `{}` could not be evaluated ({e}), and the policy's failurePolicy is Fail",
                         one_line(v.expression.text())
@@ -481,7 +481,7 @@ impl PolicySet {
                     paths: Vec::new(),
                     error: true,
                 }),
-                crate::cel::Verdict::Error(_) => {}
+                crate::lint::cel::Verdict::Error(_) => {}
             }
         }
         if policy.fail_closed {

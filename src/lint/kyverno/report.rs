@@ -4,11 +4,11 @@
 //! at that object.
 
 use super::{PolicySet, Verdict};
-use crate::catalog::Catalog;
-use crate::locate::span_for;
+use crate::lint::catalog::Catalog;
+use crate::load::locate::span_for;
+use crate::load::source::Source;
+use crate::model::object::Object;
 use crate::model::{Finding, ObjectRef, Severity};
-use crate::object::Object;
-use crate::source::Source;
 
 /// The rule id of a policy's findings.
 pub const PREFIX: &str = "policy:";
@@ -104,7 +104,7 @@ pub fn unsupported_findings(set: &PolicySet, first_file: usize) -> Vec<Finding> 
                 rule: UNSUPPORTED.into(),
                 severity: unsupported_severity(),
                 message,
-                loc: source.loc(crate::yaml::Span::new(start, end)),
+                loc: source.loc(crate::load::yaml::Span::new(start, end)),
                 labels: Vec::new(),
                 object: None,
                 bundle: None,

@@ -4,7 +4,7 @@
 //! not know, or knows but cannot evaluate faithfully, is a problem located at that field: the
 //! policy is then reported, never evaluated half-way.
 
-use crate::yaml::{Node, Span, Value};
+use crate::load::yaml::{Node, Span, Value};
 
 /// Why a policy cannot be evaluated faithfully, and where.
 #[derive(Clone, Debug, PartialEq)]

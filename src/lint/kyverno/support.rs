@@ -3,7 +3,7 @@
 //! Kubernetes library such as quantity or sets, a Kyverno library that reads the cluster or the
 //! network, a variable only the cluster has) makes the policy `policy-unsupported`.
 
-use crate::cel::Usage;
+use crate::lint::cel::Usage;
 
 /// Operators and functions whose results match Kubernetes' CEL. `format`, `reverse` and the
 /// timestamp and duration functions are left out: credlint's CEL has them in another form or not

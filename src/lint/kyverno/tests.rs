@@ -2,7 +2,7 @@
 //! validations, failure policy, autogen, versions and every reason a policy is unsupported.
 
 use super::*;
-use crate::yaml::{Parsed, parse};
+use crate::load::yaml::{Parsed, parse};
 
 fn set(policy: &str) -> PolicySet {
     PolicySet::new(vec![PolicyFile {
@@ -61,7 +61,7 @@ fn a_validation_that_is_false_denies_with_its_message_at_the_node() {
     assert!(!denials[0].error);
     let text = POD;
     let root = node(text);
-    let span = crate::locate::span_for(&root, &denials[0].paths[0]);
+    let span = crate::load::locate::span_for(&root, &denials[0].paths[0]);
     assert_eq!(&text[span.range()], "true");
     let fine = POD.replace("hostNetwork: true", "hostNetwork: false");
     assert_eq!(decide(POD_POLICY, &fine), Verdict::Admitted);
@@ -87,7 +87,7 @@ fn pod_policies_apply_to_pod_controllers_through_autogen() {
         panic!("deployment admitted")
     };
     let root = node(DEPLOYMENT);
-    let span = crate::locate::span_for(&root, &denials[0].paths[0]);
+    let span = crate::load::locate::span_for(&root, &denials[0].paths[0]);
     assert_eq!(&DEPLOYMENT[span.range()], "true");
     assert_eq!(
         span,
@@ -394,7 +394,7 @@ fn hostile_policies_do_not_panic() {
 
 #[test]
 fn the_catalog_expressions_are_far_from_the_depth_limit() {
-    let catalog = crate::catalog::Catalog::get();
+    let catalog = crate::lint::catalog::Catalog::get();
     let cel = Cel::new();
     let mut deepest = (0, String::new());
     let mut texts: Vec<(String, &str)> = catalog

@@ -1,5 +1,5 @@
 use super::*;
-use crate::yaml::{Parsed, parse};
+use crate::load::yaml::{Parsed, parse};
 
 const SERVICE_ACCOUNT: &str = "\
 apiVersion: v1
@@ -693,7 +693,7 @@ fn rewrite<'a>(node: &Node<'a>, f: &dyn Fn(&str) -> Option<String>) -> Node<'a> 
         Value::Map(entries) => Value::Map(
             entries
                 .iter()
-                .map(|e| crate::yaml::Entry {
+                .map(|e| crate::load::yaml::Entry {
                     value: rewrite(&e.value, f),
                     ..e.clone()
                 })
@@ -757,7 +757,7 @@ fn objects_of_one_shape_get_one_verdict() {
         .collect();
     let mut found = Vec::new();
     for root in &roots {
-        crate::object::objects(root, &mut found);
+        crate::model::object::objects(root, &mut found);
     }
     let checked = found
         .iter()

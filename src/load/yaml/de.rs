@@ -1201,7 +1201,7 @@ mod tests {
     use serde::Deserialize;
 
     use super::*;
-    use crate::yaml::{Parsed, parse};
+    use crate::load::yaml::{Parsed, parse};
 
     fn root(text: &str) -> Node<'_> {
         match parse(text).into_iter().next() {
@@ -1543,7 +1543,7 @@ unit: null
 
     #[test]
     fn depth_is_the_trees_own() {
-        let depth = crate::yaml::MAX_NESTING - 1;
+        let depth = crate::load::yaml::MAX_NESTING - 1;
         let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
         let node = root(&text);
         let value: serde_json::Value = read(&node).unwrap();

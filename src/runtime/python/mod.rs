@@ -99,7 +99,7 @@ mod tests;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
-use crate::wordhash::WordState;
+use crate::common::wordhash::WordState;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 

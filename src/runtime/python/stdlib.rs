@@ -9,12 +9,12 @@ pub(super) const VERSION_COUNT: usize = 6;
 
 /// Each version with its list, oldest first.
 pub(super) const LISTS: [(&str, &str); VERSION_COUNT] = [
-    ("3.9", include_str!("../../data/python-stdlib/3.9.txt")),
-    ("3.10", include_str!("../../data/python-stdlib/3.10.txt")),
-    ("3.11", include_str!("../../data/python-stdlib/3.11.txt")),
-    ("3.12", include_str!("../../data/python-stdlib/3.12.txt")),
-    ("3.13", include_str!("../../data/python-stdlib/3.13.txt")),
-    ("3.14", include_str!("../../data/python-stdlib/3.14.txt")),
+    ("3.9", include_str!("../../../data/python-stdlib/3.9.txt")),
+    ("3.10", include_str!("../../../data/python-stdlib/3.10.txt")),
+    ("3.11", include_str!("../../../data/python-stdlib/3.11.txt")),
+    ("3.12", include_str!("../../../data/python-stdlib/3.12.txt")),
+    ("3.13", include_str!("../../../data/python-stdlib/3.13.txt")),
+    ("3.14", include_str!("../../../data/python-stdlib/3.14.txt")),
 ];
 
 static SETS: LazyLock<Vec<(&'static str, HashSet<&'static str>)>> = LazyLock::new(|| {

@@ -1,0 +1,3 @@
+//! Helpers with users in more than one stage; below every stage, importing none of them.
+
+pub mod wordhash;

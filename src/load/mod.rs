@@ -1,0 +1,8 @@
+//! Load: what to read (files, folders, standard input), its text, and the YAML documents in it
+//! with spans, read as Kubernetes reads them. Imports only `common`.
+
+pub mod block;
+pub mod input;
+pub mod locate;
+pub mod source;
+pub mod yaml;
