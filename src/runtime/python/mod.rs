@@ -79,6 +79,11 @@
 //! (`api(path)`), a collection whose plural is itself interpolated (`.../{plural}`), and
 //! requests made through objects whose calls do not show the method and the path together.
 //!
+//! # `runtime-weak-random`: a value generated from a predictable source
+//! See the `random` module: the `random` module's draws, `uuid1`/`uuid3`/`uuid5`, a digest of
+//! a constant, and a digest or seed made of the time or the process id, where the source
+//! shows them.
+//!
 //! # Cost
 //! Results are memoized by the script's text (the same create.py is rendered into thousands of
 //! bundles) in a thread-safe cache bounded in entries and bytes. Scripts over 8 MiB are not parsed (a
@@ -88,6 +93,7 @@
 
 mod imports;
 mod methods;
+mod random;
 mod stdlib;
 mod syntax;
 mod text;
@@ -109,7 +115,7 @@ use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 /// (split on '\n'), `byte_col` is a byte offset within that line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScriptFinding {
-    pub rule: &'static str, // "runtime-syntax" | "runtime-non-stdlib-import" | "runtime-forbidden-method"
+    pub rule: &'static str, // "runtime-syntax" | "runtime-non-stdlib-import" | "runtime-forbidden-method" | "runtime-weak-random"
     pub message: String, // one sentence, names the offending thing, e.g. "`requests` is not in the standard library of Python 3.9-3.14"
     pub start_line: usize,
     pub start_byte_col: usize,
@@ -120,6 +126,7 @@ pub struct ScriptFinding {
 pub(crate) const RULE_SYNTAX: &str = "runtime-syntax";
 pub(crate) const RULE_IMPORT: &str = "runtime-non-stdlib-import";
 pub(crate) const RULE_METHOD: &str = "runtime-forbidden-method";
+pub(crate) const RULE_RANDOM: &str = "runtime-weak-random";
 
 /// Larger scripts are not parsed: a ConfigMap holds at most 1 MiB, so anything this big is not
 /// a create.py that could run, and parsing it would only cost time.
@@ -249,6 +256,7 @@ fn analyse(script: &str) -> Vec<ScriptFinding> {
     findings.extend(syntax::check(&tree, &facts, script));
     findings.extend(imports::check(&facts, script));
     findings.extend(methods::check(&facts, script));
+    findings.extend(random::check(&facts, script));
     findings.sort_by(|a, b| {
         (
             a.start_line,

@@ -78,6 +78,47 @@ fn the_clean_program_still_finds_one_injected_problem_of_each_rule() {
     assert_eq!(rules, [RULE_IMPORT, RULE_METHOD, RULE_SYNTAX]);
 }
 
+// ---------------------------------------------------------------- runtime-weak-random
+
+fn random_findings(script: &str) -> Vec<(usize, String)> {
+    check_script(script)
+        .into_iter()
+        .filter(|f| f.rule == RULE_RANDOM)
+        .map(|f| (f.start_line, f.message))
+        .collect()
+}
+
+#[test]
+fn predictable_sources_are_weak_random() {
+    let script = "import random as r\nimport uuid, hashlib, time, os\nfrom random import choice\n\
+                  a = r.choice('ab')\nb = choice('ab')\nc = uuid.uuid1().hex\nd = uuid.uuid5(uuid.NAMESPACE_DNS, 'x')\n\
+                  e = hashlib.sha256(b'fixed').hexdigest()\nf = hashlib.sha256(str(time.time()).encode()).hexdigest()\n\
+                  g = hashlib.new('md5', 'k'.encode())\nr.seed(os.getpid())\n";
+    let lines: Vec<usize> = random_findings(script).iter().map(|(l, _)| *l).collect();
+    assert_eq!(
+        lines,
+        [3, 4, 5, 6, 7, 8, 9, 10],
+        "{:?}",
+        random_findings(script)
+    );
+    let messages = random_findings(script);
+    assert!(messages[0].1.contains("Mersenne Twister"));
+    assert!(messages[2].1.contains("uuid1"));
+    assert!(messages[4].1.contains("constant"));
+    assert!(messages[5].1.contains("time.time()"));
+}
+
+#[test]
+fn strong_sources_and_jitter_are_not_weak_random() {
+    let script = "import random, secrets, os, uuid, hashlib\n\
+                  a = secrets.token_urlsafe(32)\nb = os.urandom(16)\nc = uuid.uuid4().hex\n\
+                  d = random.SystemRandom().choice('ab')\ntime_to_wait = random.uniform(0.1, 0.5)\n\
+                  e = hashlib.sha256(b).hexdigest()\nf = choice('x')\n";
+    assert_eq!(random_findings(script), vec![]);
+    // The reference program is clean.
+    assert_eq!(random_findings(CLEAN), vec![]);
+}
+
 // ---------------------------------------------------------------- runtime-syntax
 
 #[test]

@@ -24,6 +24,24 @@ pub struct Outcome {
     pub exit: Exit,
     /// The end of what the program wrote to stderr (not yet scrubbed of values).
     pub stderr_tail: String,
+    /// The start of its stdout and stderr ([`SCANNED_OUTPUT`] bytes each), for the leak check.
+    pub stdout: String,
+    pub stderr: String,
+    /// What it wrote to `/dev/termination-log` (filled in by the caller).
+    pub termination_message: String,
+}
+
+/// How much of each output stream the leak check reads.
+pub const SCANNED_OUTPUT: u64 = 4 * 1024 * 1024;
+
+/// The first `max` bytes of a file, as text.
+pub fn head(path: &Path, max: u64) -> String {
+    let Ok(file) = File::open(path) else {
+        return String::new();
+    };
+    let mut bytes = Vec::new();
+    let _ = file.take(max).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Kills the child's process group and reaps the child when dropped, whatever happened.
@@ -196,7 +214,15 @@ pub fn run(
     };
     drop(guard);
     let stderr_tail = tail(&stderr_path, 4096);
+    let stdout = head(&dir.join("stdout"), SCANNED_OUTPUT);
+    let stderr = head(&stderr_path, SCANNED_OUTPUT);
     let _ = fs::remove_file(dir.join("stdout"));
     let _ = fs::remove_file(&stderr_path);
-    Ok(Outcome { exit, stderr_tail })
+    Ok(Outcome {
+        exit,
+        stderr_tail,
+        stdout,
+        stderr,
+        termination_message: String::new(),
+    })
 }

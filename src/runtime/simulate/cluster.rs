@@ -14,8 +14,11 @@ use sha2::{Digest, Sha256};
 use super::patch::{PatchError, apply_json_patch, apply_merge_patch};
 use super::rbac::{RequestInfo, query_values};
 
-/// How long an ExternalSecret deleted with Orphan or Foreground stays visible (being finalized).
-pub const FINALIZE_DELAY: Duration = Duration::from_millis(50);
+mod eso;
+
+#[cfg(test)]
+pub use eso::DELETE_LAG;
+pub use eso::{DATA_HASH, ESO_FINALIZER, MANAGED_LABEL, data_hash};
 /// How long a deleted Pod stays Terminating, and when its StatefulSet replacement runs.
 pub const POD_TERMINATING: Duration = Duration::from_millis(60);
 pub const POD_REPLACED: Duration = Duration::from_millis(120);
@@ -31,9 +34,7 @@ pub type Values = BTreeMap<String, [u8; 32]>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     /// The authorizer refused the request.
-    Denied {
-        request: String,
-    },
+    Denied { request: String },
     /// An authorized write to a Secret, whatever its outcome; `before`/`after` are the Secret's
     /// values around it (None: absent), `changed` whether the stored object changed.
     SecretWrite {
@@ -46,6 +47,32 @@ pub enum Event {
         changed: bool,
         /// Done by the garbage collector because of `request` (an ExternalSecret delete).
         by_gc: bool,
+        /// For a patch: whether it is a JSON patch whose first operation tests
+        /// `/metadata/resourceVersion`.
+        guarded: Option<bool>,
+        /// The raw values of the keys this write added or changed (kept in memory only, for
+        /// the checks on generated values; never printed).
+        new_values: Vec<(String, Vec<u8>)>,
+        /// An ExternalSecret targeting this Secret that still existed (even terminating).
+        while_targeted_by: Option<String>,
+    },
+    /// External Secrets wrote (or deleted) a Secret in a reconcile that `trigger` started.
+    ControllerWrite {
+        trigger: String,
+        external_secret: String,
+        name: String,
+        before: Option<Values>,
+        after: Option<Values>,
+        /// Why it refreshed, in words.
+        reason: String,
+    },
+    /// A refresh `trigger` started failed because the ExternalSecret's generator is gone.
+    RefreshFailed {
+        trigger: String,
+        external_secret: String,
+        name: String,
+        generator: String,
+        reason: String,
     },
     ExternalSecretDeleted {
         request: String,
@@ -55,6 +82,8 @@ pub enum Event {
     GeneratorDeleted {
         request: String,
         name: String,
+        /// An ExternalSecret that still exists and uses this generator.
+        in_use_by: Option<String>,
     },
     /// `accepted`: the pod's server accepts the password its Secret holds now.
     PodDeleted {
@@ -67,9 +96,11 @@ pub enum Event {
         terminating: bool,
     },
     /// Another authorized write (e.g. to a resource the fake serves no further).
-    OtherWrite {
-        request: String,
-    },
+    OtherWrite { request: String },
+    /// Any request, authorized or not, with what it carries besides Secret data (its path,
+    /// query and body without the values of `data`/`stringData` and of `/data` patch
+    /// operations): where a value must never appear.
+    Sent { request: String, text: String },
 }
 
 /// An HTTP answer: status and JSON body.
@@ -197,7 +228,9 @@ pub struct Pod {
 struct ExternalSecret {
     obj: Value,
     remote: bool,
-    gone_at: Option<Instant>,
+    /// What a store-backed one's store holds: base64 per key.
+    store: Map<String, Value>,
+    deletion: Option<eso::Deletion>,
 }
 
 /// The state of the fake namespace.
@@ -211,6 +244,8 @@ pub struct Cluster {
     generators: BTreeMap<String, Value>,
     pods: BTreeMap<String, Pod>,
     pub events: Vec<Event>,
+    /// The External Secrets controller's queue and caches.
+    controller: eso::Controller,
 }
 
 /// The values of a stored Secret, hashed.
@@ -257,6 +292,7 @@ impl Cluster {
             generators: BTreeMap::new(),
             pods: BTreeMap::new(),
             events: Vec::new(),
+            controller: eso::Controller::default(),
         }
     }
 
@@ -291,8 +327,32 @@ impl Cluster {
         obj["metadata"]["resourceVersion"] = json!(rv.to_string());
         obj["metadata"]["namespace"] = json!(self.namespace);
         obj["metadata"]["creationTimestamp"] = json!(TIMESTAMP);
-        self.secrets.insert(name, obj);
+        self.secrets.insert(name.clone(), obj);
+        self.seeded_secret(&name);
         uid
+    }
+
+    /// Records what a request carries besides Secret data, for the leak check. Bounded: a
+    /// request's text is cut at 64 KiB.
+    pub fn record_sent(&mut self, label: &str, resource: &str, content_type: &str, body: &[u8]) {
+        let mut text = label.to_string();
+        if let Ok(mut value) = serde_json::from_slice::<Value>(body) {
+            strip_secret_data(&mut value, resource, content_type);
+            text.push('\n');
+            text.push_str(&value.to_string());
+        } else if !body.is_empty() {
+            text.push('\n');
+            text.push_str(&String::from_utf8_lossy(body));
+        }
+        let mut cut = text.len().min(64 * 1024);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        self.record(Event::Sent {
+            request: label.to_string(),
+            text,
+        });
     }
 
     pub fn seed_external_secret(&mut self, mut obj: Value, remote: bool) -> String {
@@ -310,7 +370,8 @@ impl Cluster {
             ExternalSecret {
                 obj,
                 remote,
-                gone_at: None,
+                store: Map::new(),
+                deletion: None,
             },
         );
         uid
@@ -405,8 +466,6 @@ impl Cluster {
 
     /// Applies what finalizers and the StatefulSet controller would have done by `now`.
     pub fn settle(&mut self, now: Instant) {
-        self.external_secrets
-            .retain(|_, es| es.gone_at.is_none_or(|t| now < t));
         let mut started = Vec::new();
         for (name, pod) in &mut self.pods {
             if let Some(deleted) = pod.instance.as_ref().and_then(|i| i.deleted_at)
@@ -550,7 +609,16 @@ impl Cluster {
                 }
                 let (target, resp) = self.create_secret(req);
                 let changed = resp.status == 201;
-                self.record_secret(req, target, "create", resp.status, None, changed, false);
+                self.record_secret(
+                    req.label,
+                    target,
+                    "create",
+                    resp.status,
+                    None,
+                    changed,
+                    false,
+                    None,
+                );
                 resp
             }
             "update" | "patch" => {
@@ -560,12 +628,21 @@ impl Cluster {
                 } else {
                     self.patch_secret(req, &name)
                 };
-                let verb = if info.verb == "update" {
-                    "update"
+                let (verb, guarded) = if info.verb == "update" {
+                    ("update", None)
                 } else {
-                    "patch"
+                    ("patch", Some(guarded_patch(req)))
                 };
-                self.record_secret(req, name, verb, resp.status, before, changed, false);
+                self.record_secret(
+                    req.label,
+                    name,
+                    verb,
+                    resp.status,
+                    before,
+                    changed,
+                    false,
+                    guarded,
+                );
                 resp
             }
             "delete" => {
@@ -581,14 +658,32 @@ impl Cluster {
                     None => not_found(info),
                 };
                 let changed = resp.status == 200;
-                self.record_secret(req, name, "delete", resp.status, before, changed, false);
+                self.record_secret(
+                    req.label,
+                    name,
+                    "delete",
+                    resp.status,
+                    before,
+                    changed,
+                    false,
+                    None,
+                );
                 resp
             }
             "deletecollection" => {
                 for name in self.secret_names() {
                     let before = self.secrets.remove(&name).map(|s| secret_values(&s));
                     self.next_rv();
-                    self.record_secret(req, name, "deletecollection", 200, before, true, false);
+                    self.record_secret(
+                        req.label,
+                        name,
+                        "deletecollection",
+                        200,
+                        before,
+                        true,
+                        false,
+                        None,
+                    );
                 }
                 Response {
                     status: 200,
@@ -602,17 +697,37 @@ impl Cluster {
     #[allow(clippy::too_many_arguments)]
     fn record_secret(
         &mut self,
-        req: &ApiRequest<'_>,
+        label: &str,
         name: String,
         verb: &'static str,
         status: u16,
         before: Option<Values>,
         changed: bool,
         by_gc: bool,
+        guarded: Option<bool>,
     ) {
         let after = self.secrets.get(&name).map(secret_values);
+        let mut new_values = Vec::new();
+        if let (Some(after), false) = (&after, by_gc) {
+            for (key, hash) in after {
+                if before.as_ref().and_then(|b| b.get(key)) != Some(hash)
+                    && let Some(raw) = self.secret_value(&name, key)
+                    && raw.len() <= 4096
+                {
+                    new_values.push((key.clone(), raw));
+                }
+            }
+        }
+        let while_targeted_by = if by_gc {
+            None
+        } else {
+            self.external_secret_targeting(&name)
+        };
+        if changed {
+            self.secret_changed(&name, label);
+        }
         self.record(Event::SecretWrite {
-            request: req.label.to_string(),
+            request: label.to_string(),
             name,
             verb,
             status,
@@ -620,6 +735,9 @@ impl Cluster {
             after,
             changed,
             by_gc,
+            guarded,
+            new_values,
+            while_targeted_by,
         });
     }
 
@@ -961,37 +1079,14 @@ impl Cluster {
                     name: info.name.clone(),
                     remote: es.remote,
                 });
-                if es.gone_at.is_some() {
+                if es.deletion.is_some() {
                     return Response {
                         status: 202,
                         body: with_version(&es),
                     };
                 }
-                let uid = es.obj["metadata"]["uid"].clone();
-                if policy == "Orphan" {
-                    self.orphan_dependents(req, &uid);
-                } else {
-                    self.delete_dependents(req, &uid);
-                }
-                let now = Instant::now();
-                let mut shown = es.clone();
-                if policy == "Background" {
-                    self.external_secrets.remove(&info.name);
-                    return Response {
-                        status: 200,
-                        body: with_version(&shown),
-                    };
-                }
-                let finalizer = if policy == "Orphan" {
-                    "orphan"
-                } else {
-                    "foregroundDeletion"
-                };
-                shown.obj["metadata"]["deletionTimestamp"] = json!(TIMESTAMP);
-                shown.obj["metadata"]["finalizers"] = json!([finalizer]);
-                shown.gone_at = Some(now + FINALIZE_DELAY);
-                let body = with_version(&shown);
-                self.external_secrets.insert(info.name.clone(), shown);
+                let shown = self.begin_deletion(&info.name, &policy, req.label);
+                let body = shown.as_ref().map(with_version).unwrap_or(Value::Null);
                 Response { status: 202, body }
             }
             _ => {
@@ -1006,7 +1101,7 @@ impl Cluster {
     }
 
     /// What the garbage collector does for an Orphan delete: dependents lose the reference.
-    fn orphan_dependents(&mut self, req: &ApiRequest<'_>, owner_uid: &Value) {
+    fn orphan_dependents(&mut self, label: &str, owner_uid: &Value) {
         for name in self.secret_names() {
             let Some(secret) = self.secrets.get(&name) else {
                 continue;
@@ -1038,12 +1133,12 @@ impl Cluster {
                 }
                 meta["resourceVersion"] = json!(rv.to_string());
             }
-            self.record_secret(req, name, "patch", 200, before, true, true);
+            self.record_secret(label, name, "patch", 200, before, true, true, None);
         }
     }
 
     /// What the garbage collector does for a Background or Foreground delete.
-    fn delete_dependents(&mut self, req: &ApiRequest<'_>, owner_uid: &Value) {
+    fn delete_dependents(&mut self, label: &str, owner_uid: &Value) {
         for name in self.secret_names() {
             let owned = self.secrets.get(&name).is_some_and(|s| {
                 s["metadata"]
@@ -1054,7 +1149,7 @@ impl Cluster {
             if owned {
                 let before = self.secrets.remove(&name).map(|s| secret_values(&s));
                 self.next_rv();
-                self.record_secret(req, name, "delete", 200, before, true, true);
+                self.record_secret(label, name, "delete", 200, before, true, true, None);
             }
         }
     }
@@ -1080,9 +1175,11 @@ impl Cluster {
             "delete" => match self.generators.remove(&info.name) {
                 Some(g) => {
                     self.next_rv();
+                    let in_use_by = self.external_secret_using(&info.name);
                     self.record(Event::GeneratorDeleted {
                         request: req.label.to_string(),
                         name: info.name.clone(),
+                        in_use_by,
                     });
                     Response {
                         status: 200,
@@ -1202,6 +1299,56 @@ impl Cluster {
             }
         }
     }
+}
+
+/// Drops the values a Secret write may carry (`data`, `stringData`, and the values of patch
+/// operations on `/data`) from a request body; what is left must never hold a value.
+fn strip_secret_data(body: &mut Value, resource: &str, content_type: &str) {
+    if resource != "secrets" {
+        return;
+    }
+    let json_patch = content_type
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json-patch+json"));
+    match body {
+        Value::Array(ops) if json_patch => {
+            for op in ops.iter_mut() {
+                let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+                if (path == "/data"
+                    || path.starts_with("/data/")
+                    || path == "/stringData"
+                    || path.starts_with("/stringData/"))
+                    && let Some(o) = op.as_object_mut()
+                {
+                    o.remove("value");
+                }
+            }
+        }
+        Value::Object(obj) => {
+            obj.remove("data");
+            obj.remove("stringData");
+        }
+        _ => {}
+    }
+}
+
+/// A JSON patch whose first operation tests `/metadata/resourceVersion` (ADR-072 point 2);
+/// a merge patch has no operations, so it never is.
+fn guarded_patch(req: &ApiRequest<'_>) -> bool {
+    let json_patch = req
+        .content_type
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json-patch+json"));
+    let first = serde_json::from_slice::<Value>(req.body)
+        .ok()
+        .and_then(|v| v.as_array().and_then(|ops| ops.first().cloned()));
+    json_patch
+        && first.is_some_and(|op| {
+            op.get("op") == Some(&json!("test"))
+                && op.get("path") == Some(&json!("/metadata/resourceVersion"))
+        })
 }
 
 fn is_write(info: &RequestInfo) -> bool {

@@ -178,6 +178,7 @@ except ImportError:  # an interpreter without OpenSSL: the program cannot use HT
 
 _TARGET = __TARGET__
 _PREFIXES = __PREFIXES__
+_FILES = __FILES__
 
 
 def _redirect(path):
@@ -190,6 +191,9 @@ def _redirect(path):
     if not isinstance(text, str) or not text.startswith("/"):
         return path
     norm = "/" + _os.path.normpath(text).lstrip("/")
+    if norm in _FILES:
+        moved = _FILES[norm]
+        return _os.fsencode(moved) if as_bytes else moved
     for prefix in _PREFIXES:
         if norm == prefix or norm.startswith(prefix + "/"):
             moved = _TARGET + norm[len(prefix):]
@@ -265,10 +269,30 @@ pub fn write_environment(
         .ok_or_else(|| io::Error::other("the temporary folder's path is not UTF-8"))?;
     let literal = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     let prefixes = format!("({}, {})", literal(SA_PATHS[0]), literal(SA_PATHS[1]));
+    let log = dir.join(TERMINATION_LOG);
+    let files = format!(
+        "{{{}: {}}}",
+        literal(TERMINATION_PATH),
+        literal(&log.to_string_lossy())
+    );
     let hook = HOOK
         .replace("__TARGET__", &literal(target))
-        .replace("__PREFIXES__", &prefixes);
+        .replace("__PREFIXES__", &prefixes)
+        .replace("__FILES__", &files);
     fs::write(dir.join("site").join("sitecustomize.py"), hook)
+}
+
+/// The file a container's exit message goes to (`terminationMessagePath`'s default), and the
+/// run-folder file the hook makes it.
+pub const TERMINATION_PATH: &str = "/dev/termination-log";
+const TERMINATION_LOG: &str = "termination-log";
+
+/// What the run wrote as its exit message (the first 64 KiB), removed for the next run.
+pub fn take_termination_message(dir: &RunDir) -> String {
+    let path = dir.join(TERMINATION_LOG);
+    let text = super::child::head(&path, 64 * 1024);
+    let _ = fs::remove_file(&path);
+    text
 }
 
 /// Writes the program and its plan exactly as the ConfigMap holds them.

@@ -91,6 +91,7 @@ mod probe;
 mod rbac;
 mod scenario;
 mod server;
+mod values;
 
 #[cfg(test)]
 mod tests;
@@ -163,7 +164,7 @@ pub struct SimFinding {
 }
 
 /// The rule ids `simulate` reports.
-pub const RULES: [&str; 8] = [
+pub const RULES: [&str; 12] = [
     scenario::UNAUTHORIZED,
     scenario::VALUE_REWRITTEN,
     scenario::FOREIGN_WRITE,
@@ -172,10 +173,14 @@ pub const RULES: [&str; 8] = [
     scenario::NEEDLESS_WRITE,
     scenario::RESTARTS_SERVER,
     scenario::INCOMPLETE,
+    scenario::ADOPTION_ORDER,
+    scenario::UNGUARDED_PATCH,
+    scenario::VALUE_LEAKED,
+    scenario::PREDICTABLE,
 ];
 
 /// The scenario ids, in the order they run (f, g and h only for a cache or broker with pods).
-pub const SCENARIOS: [&str; 8] = [
+pub const SCENARIOS: [&str; 9] = [
     scenario::A_EMPTY,
     scenario::B_PARTIAL,
     scenario::C_ADOPT,
@@ -184,6 +189,7 @@ pub const SCENARIOS: [&str; 8] = [
     scenario::F_REPAIR,
     scenario::G_STILL_WRONG,
     scenario::H_UNCLEAR,
+    scenario::I_UNDER_CONTROLLER,
 ];
 
 /// Why a simulation could not run at all.
@@ -285,6 +291,7 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
         child::resolve_python(&opts.python, &dir, &env, opts.timeout).map_err(run_error)?;
     let timeout_text = format!("{:.1} s", opts.timeout.as_secs_f64());
     let mut findings = Vec::new();
+    let mut generated = Vec::new();
     for def in scenario::scenarios(!templates.is_empty()) {
         let mut seen_values = std::collections::BTreeSet::new();
         let mut judge = {
@@ -306,8 +313,11 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
             };
             // Rewritten each run: a program may have changed its own files.
             incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
-            let outcome = child::run(&python, &dir, &env, opts.timeout).map_err(run_error)?;
+            let mut outcome = child::run(&python, &dir, &env, opts.timeout).map_err(run_error)?;
+            outcome.termination_message = incluster::take_termination_message(&dir);
             let mut cluster = lock(&ctx.cluster);
+            // The program is done; the controllers finish what its requests started.
+            cluster.quiesce();
             seen_values.extend(cluster.all_values());
             judge.judge_run(
                 run,
@@ -323,7 +333,9 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
             }
         }
         findings.extend(judge.findings);
+        generated.extend(judge.generated);
     }
+    findings.extend(values::predictable(&plan, &generated));
     drop(probes);
     drop(api);
     drop(dir);

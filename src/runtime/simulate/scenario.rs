@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 
 use super::SimFinding;
 use super::child::{Exit, Outcome};
-use super::cluster::{Cluster, Event, PodTemplate, Replacement, Values, secret_values};
+use super::cluster::{
+    Cluster, DATA_HASH, ESO_FINALIZER, Event, MANAGED_LABEL, PodTemplate, Replacement, Values,
+    data_hash, secret_values,
+};
 use super::incluster::random_token;
 use super::probe::Protocol;
 
@@ -22,6 +25,7 @@ pub const E_FORCED: &str = "e-forced-second-run";
 pub const F_REPAIR: &str = "f-repair-wrong-server";
 pub const G_STILL_WRONG: &str = "g-server-still-wrong";
 pub const H_UNCLEAR: &str = "h-unclear-answer";
+pub const I_UNDER_CONTROLLER: &str = "i-adopt-under-controller";
 
 pub const UNAUTHORIZED: &str = "runtime-unauthorized-request";
 pub const VALUE_REWRITTEN: &str = "runtime-value-rewritten";
@@ -31,6 +35,10 @@ pub const FAILED: &str = "runtime-failed";
 pub const NEEDLESS_WRITE: &str = "runtime-needless-write";
 pub const RESTARTS_SERVER: &str = "runtime-restarts-server";
 pub const INCOMPLETE: &str = "runtime-incomplete";
+pub const ADOPTION_ORDER: &str = "runtime-adoption-order";
+pub const UNGUARDED_PATCH: &str = "runtime-unguarded-patch";
+pub const VALUE_LEAKED: &str = "runtime-value-leaked";
+pub const PREDICTABLE: &str = "runtime-predictable-value";
 
 /// The label and annotation by which Argo CD would prune an adopted Secret (ADR-072 point 3).
 const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
@@ -41,6 +49,39 @@ pub struct PlannedSecret {
     pub name: String,
     /// Key and planned length, sorted by key.
     pub keys: Vec<(String, usize)>,
+    /// What the plan says of each key's value, as given.
+    pub specs: BTreeMap<String, KeySpec>,
+}
+
+/// A key spec of plan.json: `length` (characters), and optionally `alphabet`, the string of
+/// characters a value may use. Without one, a value is taken to be drawn from ASCII letters
+/// and digits when its random bits are counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeySpec {
+    pub length: Option<usize>,
+    pub alphabet: Option<Vec<char>>,
+}
+
+/// The alphabet assumed when the plan names none: ASCII letters and digits.
+pub const DEFAULT_ALPHABET_SIZE: usize = 62;
+
+impl KeySpec {
+    fn of(spec: &Value) -> KeySpec {
+        let length = spec
+            .get("length")
+            .and_then(Value::as_u64)
+            .and_then(|l| usize::try_from(l).ok());
+        let alphabet = spec.get("alphabet").and_then(Value::as_str).map(|a| {
+            let mut chars: Vec<char> = a.chars().collect();
+            chars.sort_unstable();
+            chars.dedup();
+            chars
+        });
+        KeySpec {
+            length,
+            alphabet: alphabet.filter(|a| a.len() >= 2),
+        }
+    }
 }
 
 /// What the simulation needs from plan.json (bundle.md section 2).
@@ -99,6 +140,10 @@ pub fn parse_plan(plan_json: &str, kind: &str) -> Result<Plan, String> {
         if keys_obj.len() > MAX_ITEMS {
             return Err(format!("Secret {name:?} plans more than {MAX_ITEMS} keys"));
         }
+        let specs = keys_obj
+            .iter()
+            .map(|(k, v)| (k.clone(), KeySpec::of(v)))
+            .collect();
         let keys = keys_obj
             .iter()
             .map(|(k, v)| {
@@ -113,6 +158,7 @@ pub fn parse_plan(plan_json: &str, kind: &str) -> Result<Plan, String> {
         secrets.push(PlannedSecret {
             name: name.to_string(),
             keys,
+            specs,
         });
     }
     let pods = if matches!(kind, "cache" | "broker") {
@@ -198,6 +244,7 @@ pub fn scenarios(with_pods: bool) -> Vec<ScenarioDef> {
         out.push(def(G_STILL_WRONG, Expect::ExitTwo, false));
         out.push(def(H_UNCLEAR, Expect::Success, false));
     }
+    out.push(def(I_UNDER_CONTROLLER, Expect::Success, false));
     out
 }
 
@@ -277,13 +324,14 @@ pub fn setup(
             }
             start_pods(cluster, templates, PodStart::Current)?;
         }
-        C_ADOPT | D_REMOTE => {
+        C_ADOPT | D_REMOTE | I_UNDER_CONTROLLER => {
             for g in &plan.retired {
                 cluster.seed_generator(g);
             }
             for (i, s) in plan.secrets.iter().enumerate() {
                 let remote = id == D_REMOTE && i + 1 == plan.secrets.len();
-                seed_external_secret(cluster, &ns, plan, i, s, remote)?;
+                let stale = id == I_UNDER_CONTROLLER;
+                seed_external_secret(cluster, &ns, plan, i, s, remote, stale)?;
             }
             start_pods(cluster, templates, PodStart::Current)?;
         }
@@ -311,7 +359,11 @@ pub fn setup(
     Ok(())
 }
 
-/// An External Secrets 5.4-era ExternalSecret for planned Secret `s`, with the Secret it wrote.
+/// An External Secrets 5.4-era ExternalSecret for planned Secret `s`, with the Secret it wrote,
+/// as a running controller left them: ESO's finalizer on the ExternalSecret, its sync recorded
+/// in the status, the Secret labelled as managed. `stale`: the Secret's data-hash annotation no
+/// longer matches its data (it was changed after the last sync, as a hand edit or an earlier,
+/// interrupted adoption leaves it), so that the controller refreshes on its next reconcile.
 fn seed_external_secret(
     cluster: &mut Cluster,
     ns: &str,
@@ -319,6 +371,7 @@ fn seed_external_secret(
     i: usize,
     s: &PlannedSecret,
     remote: bool,
+    stale: bool,
 ) -> io::Result<()> {
     let app = format!("{ns}-platform");
     let spec = if remote {
@@ -342,7 +395,7 @@ fn seed_external_secret(
     };
     let es = json!({
         "apiVersion": "external-secrets.io/v1beta1", "kind": "ExternalSecret",
-        "metadata": {"name": s.name, "labels": {INSTANCE_LABEL: app},
+        "metadata": {"name": s.name, "labels": {INSTANCE_LABEL: app}, "finalizers": [ESO_FINALIZER],
                      "annotations": {TRACKING_ID: format!("{app}:external-secrets.io/ExternalSecret:{ns}/{}", s.name)}},
         "spec": spec,
         "status": {"refreshTime": "2026-10-01T00:00:00Z", "syncedResourceVersion": "1-0",
@@ -360,18 +413,27 @@ fn seed_external_secret(
             .collect()
     };
     let values = values_for(&keys)?;
+    let data = encode_all(&values);
+    let hash = if stale {
+        // The hash of what the Secret held before its last change.
+        data_hash(Some(&encode_all(&values_for(&keys)?)))
+    } else {
+        data_hash(Some(&data))
+    };
     cluster.seed_secret(json!({
         "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
         "metadata": {
             "name": s.name,
-            "labels": {INSTANCE_LABEL: app, "reconcile.external-secrets.io/managed": "true"},
-            "annotations": {TRACKING_ID: format!("{app}:/Secret:{ns}/{}", s.name),
-                            "reconcile.external-secrets.io/data-hash": "0123456789abcdef"},
+            "labels": {INSTANCE_LABEL: app, MANAGED_LABEL: "true"},
+            "annotations": {TRACKING_ID: format!("{app}:/Secret:{ns}/{}", s.name), DATA_HASH: hash},
             "ownerReferences": [{"apiVersion": "external-secrets.io/v1beta1", "kind": "ExternalSecret",
                                  "name": s.name, "uid": uid, "controller": true, "blockOwnerDeletion": true}],
         },
-        "data": encode_all(&values),
+        "data": data.clone(),
     }));
+    if remote && let Value::Object(store) = data {
+        cluster.set_store(&s.name, store);
+    }
     Ok(())
 }
 
@@ -430,6 +492,18 @@ pub struct Judge<'a> {
     /// Hashes of every value that has existed in the scenario, per Secret.
     known: BTreeMap<String, Values>,
     pub findings: Vec<SimFinding>,
+    /// The values the program created for planned keys, for the checks across scenarios.
+    pub generated: Vec<Generated>,
+}
+
+/// A value the program created for a planned key (kept in memory only, never printed).
+#[derive(Debug, Clone)]
+pub struct Generated {
+    pub scenario: &'static str,
+    pub run: u8,
+    pub secret: String,
+    pub key: String,
+    pub value: Vec<u8>,
 }
 
 struct RunContext<'a> {
@@ -438,6 +512,10 @@ struct RunContext<'a> {
     pod_deletes: BTreeMap<String, usize>,
     wrote: bool,
     remote_secret: Option<&'a str>,
+    /// Successful writes per Secret in this run.
+    writes: BTreeMap<String, usize>,
+    /// What each request carried besides Secret data.
+    sent: Vec<(String, String)>,
 }
 
 impl<'a> Judge<'a> {
@@ -452,6 +530,7 @@ impl<'a> Judge<'a> {
             expect: def.expect,
             known,
             findings: Vec::new(),
+            generated: Vec::new(),
         }
     }
 
@@ -487,10 +566,13 @@ impl<'a> Judge<'a> {
             pod_deletes: BTreeMap::new(),
             wrote: false,
             remote_secret,
+            writes: BTreeMap::new(),
+            sent: Vec::new(),
         };
         for event in &events {
             self.judge_event(event, &mut ctx);
         }
+        self.judge_leaks(run, outcome, &ctx.sent, seen_values);
         let tail = || stderr_summary(&redact(&outcome.stderr_tail, seen_values));
         match (outcome.exit, self.expect) {
             (Exit::TimedOut, _) => {
@@ -544,7 +626,7 @@ impl<'a> Judge<'a> {
                 Some(request),
                 "the bundle's Role does not allow this request, so the API server answers 403 Forbidden (ADR-072 point 5)".into(),
             ),
-            Event::SecretWrite { request, name, verb, status, before: _, after, changed, by_gc } => {
+            Event::SecretWrite { request, name, verb, status, before, after, changed, by_gc, guarded, new_values, while_targeted_by } => {
                 if *by_gc {
                     let had_values = self.known.get(name).is_some_and(|v| !v.is_empty());
                     if after.is_none() && had_values && !stop {
@@ -572,6 +654,14 @@ impl<'a> Judge<'a> {
                 }
                 if !(200..300).contains(status) {
                     return;
+                }
+                if *changed && let Some(es) = while_targeted_by {
+                    self.push(ADOPTION_ORDER, run, Some(request), format!(
+                        "{verb} of Secret {name} while ExternalSecret {es}, which writes it, still exists: External Secrets may still refresh it from a cache that has not seen the deletion; write a planned Secret only after its ExternalSecret is gone (ADR-072 point 3)"));
+                }
+                if *changed {
+                    self.judge_guard(name, verb, before.is_some(), *guarded, request, ctx);
+                    self.judge_generated(name, new_values, request, ctx.run);
                 }
                 let known = self.known.entry(name.clone()).or_default();
                 let lost: Vec<String> = known
@@ -610,12 +700,47 @@ impl<'a> Judge<'a> {
                     self.push(ADOPTS_FOREIGN, run, Some(request), format!("deleted ExternalSecret {name} {before_stop}"));
                 }
             }
-            Event::GeneratorDeleted { request, name } => {
+            Event::GeneratorDeleted { request, name, in_use_by } => {
                 ctx.wrote = true;
                 if stop {
                     self.push(ADOPTS_FOREIGN, run, Some(request), format!("deleted Password generator {name} {before_stop}"));
+                } else if let Some(es) = in_use_by {
+                    self.push(ADOPTION_ORDER, run, Some(request), format!(
+                        "deleted Password generator {name} while ExternalSecret {es}, which uses it, still exists: External Secrets can no longer refresh it, and a refresh it still makes fails and is retried until a generator of that name exists again; delete the ExternalSecret with propagationPolicy Orphan, wait for it to go, then delete its generators (ADR-072 point 3)"));
                 }
             }
+            Event::ControllerWrite { trigger, external_secret, name, before: _, after, reason } => {
+                let known = self.known.entry(name.clone()).or_default();
+                let changed: Vec<String> = known
+                    .iter()
+                    .filter(|(k, h)| after.as_ref().and_then(|a| a.get(*k)) != Some(*h))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                if let Some(after) = after {
+                    known.extend(after.iter().map(|(k, h)| (k.clone(), *h)));
+                }
+                if changed.is_empty() || stop {
+                    return;
+                }
+                ctx.flagged.insert(name.clone());
+                let keys = changed.join(", ");
+                let what = if after.is_some() {
+                    format!("wrote a new value for {keys} of Secret {name}")
+                } else {
+                    format!("deleted Secret {name} with its value of {keys}")
+                };
+                self.push(VALUE_REWRITTEN, run, Some(trigger), format!(
+                    "this request let External Secrets reconcile ExternalSecret {external_secret}, which refreshed because {reason} and {what}: the issue #316 race; write a planned Secret only after its ExternalSecret is gone (ADR-072 points 2 and 3)"));
+            }
+            Event::RefreshFailed { trigger, external_secret, name, generator, reason } => {
+                if stop {
+                    return;
+                }
+                ctx.flagged.insert(name.clone());
+                self.push(VALUE_REWRITTEN, run, Some(trigger), format!(
+                    "this request let External Secrets refresh ExternalSecret {external_secret} ({reason}); its Password generator {generator} is already deleted, so the refresh failed and is retried, and it writes a new value to Secret {name} as soon as a generator of that name exists again: write a planned Secret only after its ExternalSecret is gone (ADR-072 points 2 and 3)"));
+            }
+            Event::Sent { request, text } => ctx.sent.push((request.clone(), text.clone())),
             Event::PodDeleted { request, name, running, accepted, unclear, terminating } => {
                 ctx.wrote = true;
                 if stop {
@@ -648,6 +773,104 @@ impl<'a> Judge<'a> {
         }
     }
 
+    /// Point 2: a patch of an existing Secret starts by testing its resourceVersion, and a run
+    /// writes each Secret once.
+    fn judge_guard(
+        &mut self,
+        name: &str,
+        verb: &str,
+        existed: bool,
+        guarded: Option<bool>,
+        request: &str,
+        ctx: &mut RunContext<'_>,
+    ) {
+        let run = ctx.run;
+        if verb == "patch" && existed && guarded == Some(false) {
+            ctx.flagged.insert(name.to_string());
+            self.push(UNGUARDED_PATCH, run, Some(request), format!(
+                "patched Secret {name} without a first operation that tests /metadata/resourceVersion: a change made since the program read it would be overwritten (ADR-072 point 2)"));
+        }
+        let count = ctx.writes.entry(name.to_string()).or_default();
+        *count += 1;
+        // A write already judged (a value lost, say) is not counted again.
+        if *count == 2 && !ctx.flagged.contains(name) {
+            ctx.flagged.insert(name.to_string());
+            self.push(UNGUARDED_PATCH, run, Some(request), format!(
+                "wrote Secret {name} a second time in one run: each Secret is created, or completed by one guarded patch, once (ADR-072 point 2)"));
+        }
+    }
+
+    /// Point 2 and the plan's key specs: each created planned key has the planned length and
+    /// alphabet. The values are kept for the checks across scenarios.
+    fn judge_generated(
+        &mut self,
+        name: &str,
+        values: &[(String, Vec<u8>)],
+        request: &str,
+        run: u8,
+    ) {
+        let Some(planned) = self.plan.secrets.iter().find(|s| s.name == name) else {
+            return;
+        };
+        for (key, value) in values {
+            let Some(spec) = planned.specs.get(key) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(value);
+            let count = text.chars().count();
+            if let Some(length) = spec.length
+                && count != length
+            {
+                self.push(INCOMPLETE, run, Some(request), format!(
+                    "created key {key} of Secret {name} with a value of {count} characters where the plan asks for {length} (ADR-072 point 2)"));
+            }
+            if let Some(alphabet) = &spec.alphabet {
+                let outside = std::str::from_utf8(value).map_or(true, |t| {
+                    t.chars().any(|c| alphabet.binary_search(&c).is_err())
+                });
+                if outside {
+                    self.push(INCOMPLETE, run, Some(request), format!(
+                        "created key {key} of Secret {name} with characters outside the plan's alphabet (ADR-072 point 2)"));
+                }
+            }
+            self.generated.push(Generated {
+                scenario: self.scenario,
+                run,
+                secret: name.to_string(),
+                key: key.clone(),
+                value: value.clone(),
+            });
+        }
+    }
+
+    /// Point 7: no value (of any Secret of the scenario) in the program's output or in any
+    /// field it sent other than Secret data.
+    fn judge_leaks(
+        &mut self,
+        run: u8,
+        outcome: &Outcome,
+        sent: &[(String, String)],
+        seen_values: &BTreeSet<Vec<u8>>,
+    ) {
+        let index = super::values::LeakIndex::new(seen_values);
+        let streams = [
+            ("standard output", &outcome.stdout),
+            ("standard error", &outcome.stderr),
+            ("termination message", &outcome.termination_message),
+        ];
+        for (stream, text) in streams {
+            if index.found_in(text.as_bytes()) {
+                self.push(VALUE_LEAKED, run, None, format!(
+                    "a value of a Secret (as text, base64 or a long part of either) appears on the program's {stream}: values never reach logs or the Job's output (ADR-072 point 7)"));
+            }
+        }
+        for (request, text) in sent {
+            if index.found_in(text.as_bytes()) {
+                self.push(VALUE_LEAKED, run, Some(request), "a value of a Secret (as text, base64 or a long part of either) is sent outside Secret data (in the path, a label, an annotation or another object): values are written only to Secret data (ADR-072 point 7)".into());
+            }
+        }
+    }
+
     /// After exit 0 where success is expected: the state ADR-072 points 2-4 promise.
     fn check_end_state(&mut self, run: u8, cluster: &mut Cluster) {
         let mut problems = Vec::new();
@@ -661,7 +884,7 @@ impl<'a> Judge<'a> {
                     problems.push(format!("Secret {} lacks planned key {key}", s.name));
                 }
             }
-            if self.scenario == C_ADOPT {
+            if matches!(self.scenario, C_ADOPT | I_UNDER_CONTROLLER) {
                 let meta = &secret["metadata"];
                 let es_owned = meta
                     .get("ownerReferences")
@@ -701,7 +924,7 @@ impl<'a> Judge<'a> {
                 }
             }
         }
-        if self.scenario == C_ADOPT {
+        if matches!(self.scenario, C_ADOPT | I_UNDER_CONTROLLER) {
             for g in &self.plan.retired {
                 if cluster.generator_exists(g) {
                     problems.push(format!("retired Password generator {g} still exists"));

@@ -416,17 +416,23 @@ pub fn handle_api(ctx: &ApiContext, req: &HttpRequest) -> Response {
     let info = request_info(&req.method, &req.path, &req.query);
     let label = request_label(&req.method, &req.path, &req.query);
     let mut cluster = lock(&ctx.cluster);
+    let content_type = req.header("content-type").unwrap_or("");
+    cluster.record_sent(&label, &info.resource, content_type, &req.body);
     if !authorize(&ctx.rules, &ctx.namespace, &info) {
         cluster.record(Event::Denied { request: label });
+        cluster.after_request();
         return forbidden(ctx, &info);
     }
     let api = ApiRequest {
         query: &req.query,
-        content_type: req.header("content-type").unwrap_or(""),
+        content_type,
         body: &req.body,
         label: &label,
     };
-    cluster.handle(&api, &info)
+    let resp = cluster.handle(&api, &info);
+    // The controllers act after every request, so a race the request opens is met every time.
+    cluster.after_request();
+    resp
 }
 
 /// Serves HTTPS requests on one connection until it closes.
