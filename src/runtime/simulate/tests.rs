@@ -195,6 +195,112 @@ fn reference_passes_every_scenario_for_a_component() {
     assert_clean("component");
 }
 
+fn assert_alt_clean(kind: &str) {
+    let case = Case::of(kind);
+    let script = fixture("create-alt.py");
+    let findings = simulate(&case.bundle(&script), &opts()).expect("simulate runs");
+    assert!(
+        findings.is_empty(),
+        "the second program has findings for a {kind}:\n{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn a_second_program_written_from_the_adr_passes_every_scenario_for_each_kind() {
+    // Written from ADR-072 points 2-4 in another style (http.client on one connection, a
+    // list of changes turned into the patch, other probes): the scenarios judge behaviour,
+    // not one implementation.
+    for kind in ["cache", "broker", "bucket", "component"] {
+        assert_alt_clean(kind);
+    }
+    assert_eq!(
+        crate::runtime::python::check_script(&fixture("create-alt.py")),
+        vec![]
+    );
+}
+
+/// The plan of `case` with an alphabet on every key.
+fn with_alphabet(bundle: &mut SimBundle, alphabet: &str) {
+    let mut plan: Value = serde_json::from_str(&bundle.plan_json).unwrap();
+    for secret in plan["secrets"].as_array_mut().unwrap() {
+        for spec in secret["keys"].as_object_mut().unwrap().values_mut() {
+            spec["alphabet"] = json!(alphabet);
+        }
+    }
+    bundle.plan_json = serde_json::to_string_pretty(&plan).unwrap();
+}
+
+#[test]
+fn a_planned_alphabet_is_honoured_or_reported() {
+    let case = Case::of("component");
+    let mut bundle = case.bundle(&fixture("create-alt.py"));
+    with_alphabet(&mut bundle, "0123456789abcdef");
+    let findings = simulate(&bundle, &opts()).unwrap();
+    assert!(findings.is_empty(), "{}", describe(&findings));
+    // The reference draws from letters and digits whatever the plan says.
+    bundle.script = fixture("create.py");
+    let findings = simulate(&bundle, &opts()).unwrap();
+    let rules: BTreeSet<&str> = findings.iter().map(|f| f.rule).collect();
+    assert_eq!(
+        rules,
+        BTreeSet::from(["runtime-incomplete"]),
+        "{}",
+        describe(&findings)
+    );
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.message.contains("outside the plan's alphabet")),
+        "{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn values_sent_outside_secret_data_or_in_the_exit_message_are_leaks() {
+    let reference = fixture("create.py");
+    let in_label = reference.replace(
+        r#""metadata": {"name": name, "labels": dict(LABELS)},"#,
+        r#""metadata": {"name": name, "labels": dict(LABELS), "annotations": {"hint": base64.b64decode(next(iter(data.values()))).decode()[:12]}},"#,
+    ).replace(
+        r#"        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque","#,
+        "        data = {k: b64(generate(spec[\"length\"])) for k, spec in planned[\"keys\"].items()}\n        body = {\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"type\": \"Opaque\",",
+    ).replace(
+        r#"                "data": {k: b64(generate(spec["length"])) for k, spec in planned["keys"].items()}}"#,
+        r#"                "data": data}"#,
+    );
+    assert_ne!(in_label, reference);
+    let findings = simulate(&Case::of("bucket").bundle(&in_label), &opts()).unwrap();
+    assert!(
+        findings.iter().any(|f| f.rule == "runtime-value-leaked"
+            && f.scenario == "a-empty-namespace"
+            && f.request.as_deref() == Some("POST /api/v1/namespaces/shop/secrets")),
+        "{}",
+        describe(&findings)
+    );
+    let in_exit = reference.replace(
+        r#"            log("created Secret %s" % name)"#,
+        r#"            open("/dev/termination-log", "w").write(str(body["data"]))"#,
+    );
+    assert_ne!(in_exit, reference);
+    let findings = simulate(&Case::of("bucket").bundle(&in_exit), &opts()).unwrap();
+    let rules: BTreeSet<&str> = findings.iter().map(|f| f.rule).collect();
+    assert_eq!(
+        rules,
+        BTreeSet::from(["runtime-value-leaked"]),
+        "{}",
+        describe(&findings)
+    );
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.message.contains("termination message") && f.request.is_none()),
+        "{}",
+        describe(&findings)
+    );
+}
+
 /// `# expect: <rule> in <scenario>` on the variant's first line.
 fn expectation(script: &str) -> (String, String) {
     let first = script.lines().next().unwrap_or_default();
