@@ -324,7 +324,7 @@ pub fn lint_objects(engine: &Engine, paths: &[PathBuf]) -> Vec<FixtureObject> {
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
-    let (inputs, _) = input::collect(&args, &[]);
+    let inputs = input::collect(&args, &[]).files;
     let outcome = engine.run(&inputs, Vec::new());
     let mut out = Vec::new();
     for (index, file) in inputs.iter().enumerate() {
