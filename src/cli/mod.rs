@@ -201,6 +201,25 @@ fn threads(asked: Option<usize>) -> Option<usize> {
     Some(asked.min(cap))
 }
 
+/// Writes `text` to standard output: a reader that went away (a closed pipe, as `| head` closes
+/// it) is no error; any other failure (a full disk) is `cannot write`, exit 2.
+fn print_out(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) => write_failed(&e),
+        Ok(()) => ExitCode::SUCCESS,
+    }
+}
+
+/// Exit code for a failed write to standard output: quiet success on a closed pipe.
+fn write_failed(e: &std::io::Error) -> ExitCode {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        ExitCode::SUCCESS
+    } else {
+        usage_error(format!("cannot write to standard output: {e}"))
+    }
+}
+
 /// Prints a one-line reason and returns exit code 2.
 fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("credlint: {message}");
@@ -222,9 +241,10 @@ fn completions(shell: clap_complete::Shell) -> ExitCode {
     let mut command = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut command, "credlint", &mut out);
-    match std::io::stdout().lock().write_all(&out) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => usage_error(e),
-        _ => ExitCode::SUCCESS,
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(&out).and_then(|_| stdout.flush()) {
+        Err(e) => write_failed(&e),
+        Ok(()) => ExitCode::SUCCESS,
     }
 }
 
@@ -576,10 +596,9 @@ fn rules(format: CatalogFormat) -> ExitCode {
         }
         CatalogFormat::Markdown => write!(out, "{}", crate::cli::docs::markdown(catalog)),
     };
-    match result {
+    match result.and_then(|_| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => usage_error(e),
+        Err(e) => write_failed(&e),
     }
 }
 
@@ -607,14 +626,13 @@ fn rule_json(r: &crate::lint::catalog::Rule) -> serde_json::Value {
 fn explain(id: &str) -> ExitCode {
     let catalog = Catalog::get();
     if let Some(name) = id.strip_prefix(POLICY_PREFIX) {
-        println!(
+        return print_out(&format!(
             "{id}: a denial by the Kyverno policy `{name}`\n\nFindings with this id come from a \
              ValidatingPolicy given with `credlint check --policy`: the policy's own annotations \
              and message say why and what to do. They are errors when the policy denies \
              (validationActions Deny), warnings when it only audits or warns. `--ignore {id}` \
-             drops them; `policy:*` stands for every policy."
-        );
-        return ExitCode::SUCCESS;
+             drops them; `policy:*` stands for every policy.\n"
+        ));
     }
     let Some(rule) = catalog.rule(id) else {
         let close: Vec<&str> = catalog
@@ -630,6 +648,5 @@ fn explain(id: &str) -> ExitCode {
         };
         return usage_error(format!("unknown rule `{id}`; {hint}"));
     };
-    print!("{}", crate::cli::docs::explain(catalog, rule));
-    ExitCode::SUCCESS
+    print_out(&crate::cli::docs::explain(catalog, rule))
 }
