@@ -99,7 +99,7 @@ pub fn collect<P: AsRef<OsStr>>(paths: &[P], exclude: &[String]) -> Collected {
             && !target.starts_with(cwd)
         {
             out.warnings
-                .push(link_out(&shown, &target, "the current folder"));
+                .push(link_out(path, &target, "the current folder"));
             continue;
         }
         match std::fs::metadata(path) {
@@ -121,12 +121,19 @@ pub fn collect<P: AsRef<OsStr>>(paths: &[P], exclude: &[String]) -> Collected {
     out
 }
 
-fn link_out(link: &str, target: &Path, tree: &str) -> InputError {
+fn link_out(link: &Path, target: &Path, tree: &str) -> InputError {
+    // The target as written, and where it leads when that reads differently.
+    let written = std::fs::read_link(link).unwrap_or_else(|_| target.to_path_buf());
+    let resolved = if written == target {
+        String::new()
+    } else {
+        format!(" (that is {})", target.display())
+    };
     InputError {
-        path: link.to_string(),
+        path: display_path(link),
         message: format!(
-            "a symbolic link to {}, outside {tree}: not followed",
-            target.display()
+            "a symbolic link to {}{resolved}, outside {tree}: not followed",
+            written.display()
         ),
     }
 }
@@ -253,7 +260,7 @@ fn walk(root: &Path, exclude: &[String], out: &mut Collected) {
                 {
                     let mut left = left_out.lock().unwrap_or_else(|e| e.into_inner());
                     left.warnings
-                        .push(link_out(&display_path(path), &target, "the walked folder"));
+                        .push(link_out(path, &target, "the walked folder"));
                     return false;
                 }
             }
