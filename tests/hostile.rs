@@ -1043,3 +1043,50 @@ fn one_role_rule_of_thousands_of_items_is_linear() {
         .count();
     assert_eq!(verbs, n, "{:?}", findings(&run).len());
 }
+
+#[test]
+fn a_policy_expression_past_the_cost_budget_is_an_error_naming_the_policy() {
+    let (dir, display) = folder_with_bundle("cel-cost");
+    let items = (0..3_000)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let policy = format!(
+        "apiVersion: policies.kyverno.io/v1\nkind: ValidatingPolicy\nmetadata:\n  name: \
+         costly\nspec:\n  matchConstraints:\n    resourceRules:\n      - apiGroups: ['']\n        \
+         apiVersions: [v1]\n        operations: [CREATE]\n        resources: [serviceaccounts]\n  \
+         validations:\n    - expression: \"[{items}].map(a, [{items}].map(b, object.metadata.name)).size() > 0\"\n"
+    );
+    let policies = temp_dir("cel-cost-policy");
+    std::fs::write(policies.join("costly.yaml"), policy).unwrap();
+    let policy_path = policies.join("costly.yaml").to_string_lossy().into_owned();
+    let run = credlint(&[
+        "check",
+        "--format",
+        "json",
+        "--policy",
+        &policy_path,
+        &display,
+    ]);
+    sane("a policy past the CEL cost budget", &run, 1);
+    faults_kept(
+        "beside a costly policy",
+        &run,
+        &format!("{display}/bundle.yaml"),
+        0,
+    );
+    let costly: Vec<String> = report(&run)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "policy:costly")
+        .map(|f| f["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(!costly.is_empty(), "{:?}", findings(&run));
+    assert!(
+        costly.iter().all(|m| m.contains("cost budget")),
+        "{costly:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&policies);
+}
