@@ -38,7 +38,8 @@ fn lint(path: &Path, mut options: Options) -> Vec<(String, usize, usize, String)
         options.policies = Some(std::sync::Arc::new(set));
         exclude.push("policies".to_string());
     }
-    let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &exclude);
+    let collected = input::collect(&[path], &exclude);
+    let (files, errors) = (collected.files, collected.errors);
     assert!(errors.is_empty(), "{errors:?}");
     let engine = Engine::new(options).expect("the catalog compiles");
     let mut outcome = engine.run(&files, Vec::new());
@@ -74,7 +75,8 @@ fn lint(path: &Path, mut options: Options) -> Vec<(String, usize, usize, String)
 /// For the rules `credlint simulate` decides: what the simulation of the entry's bundles
 /// reports, as a sorted set (the same finding recurs across scenarios and runs).
 fn simulate(path: &Path) -> Vec<(String, usize, usize, String)> {
-    let (files, errors) = input::collect(&[path.to_string_lossy().into_owned()], &[]);
+    let collected = input::collect(&[path], &[]);
+    let (files, errors) = (collected.files, collected.errors);
     assert!(errors.is_empty(), "{errors:?}");
     let options = Options {
         keep: credlint::model::members::Keep {
@@ -255,7 +257,7 @@ fn every_clean_rendering_yields_no_finding() {
         assert_eq!(findings, vec![], "{}", path.display());
     }
     let engine = Engine::new(Options::default()).unwrap();
-    let (files, _) = input::collect(&[root.to_string_lossy().into_owned()], &[]);
+    let files = input::collect(&[root], &[]).files;
     let outcome = engine.run(&files, Vec::new());
     assert_eq!(
         outcome.summary.bundles, 13,

@@ -47,13 +47,25 @@ fn temp_dir(name: &str) -> PathBuf {
 /// Runs `program args` (the binary, or a wrapper before it), reading both pipes, killing it
 /// after the guard, and sampling its peak resident memory. The child is reaped with waitpid,
 /// after waitid has seen it exit without reaping it.
-#[allow(clippy::zombie_processes)]
 fn spawn(program: &OsStr, args: &[&OsStr], cwd: &Path) -> Run {
+    spawn_with(program, args, cwd, Stdio::null(), &[])
+}
+
+/// [`spawn`] with standard input from `stdin` and more environment variables.
+#[allow(clippy::zombie_processes)]
+fn spawn_with(
+    program: &OsStr,
+    args: &[&OsStr],
+    cwd: &Path,
+    stdin: Stdio,
+    env: &[(&str, &str)],
+) -> Run {
     let started = Instant::now();
     let mut child = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(cwd)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -532,12 +544,14 @@ fn a_folder_named_like_a_manifest_and_a_fifo_are_skipped() {
     assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
     let display = dir.to_string_lossy().into_owned();
     let run = credlint(&["check", "--format", "json", &display]);
-    // A FIFO found in a walk is not read: with no writer, reading it would never end.
+    // A FIFO found in a walk is not read: with no writer, reading it would never end. A
+    // warning says so.
     sane(
         "a folder named x.yaml and a FIFO in a walked folder",
         &run,
         1,
     );
+    assert!(run.stderr.contains("pipe.yaml: a FIFO"), "{}", run.stderr);
     faults_kept("beside a FIFO", &run, &format!("{display}/bundle.yaml"), 0);
     assert_eq!(report(&run)["summary"]["files"], 1);
     let _ = std::fs::remove_dir_all(&dir);
@@ -562,4 +576,517 @@ fn a_missing_path_exits_2_and_the_rest_is_still_linted() {
     let run = credlint(&["check", "--format", "json", BUNDLE, "no/such/file.yaml"]);
     sane("a missing path beside a bundle", &run, 2);
     faults_kept("beside a missing path", &run, BUNDLE, 0);
+}
+
+/// Runs the binary in the repository with standard input from `stdin` and more environment.
+fn credlint_with<S: AsRef<OsStr>>(args: &[S], stdin: Stdio, env: &[(&str, &str)]) -> Run {
+    let args: Vec<&OsStr> = args.iter().map(AsRef::as_ref).collect();
+    spawn_with(
+        OsStr::new(env!("CARGO_BIN_EXE_credlint")),
+        &args,
+        &root(),
+        stdin,
+        env,
+    )
+}
+
+/// A temporary folder holding the bundle as `bundle.yaml`, and the folder's display path.
+fn folder_with_bundle(name: &str) -> (PathBuf, String) {
+    let dir = temp_dir(name);
+    std::fs::write(dir.join("bundle.yaml"), bundle()).unwrap();
+    let display = dir.to_string_lossy().into_owned();
+    (dir, display)
+}
+
+fn stdin_from(path: &Path) -> Stdio {
+    std::fs::File::open(path).unwrap().into()
+}
+
+#[test]
+fn input_without_an_object_is_nothing_to_lint() {
+    let dir = temp_dir("no-objects");
+    for (name, text) in [
+        ("empty standard input", ""),
+        (
+            "blank lines, comments and markers",
+            "\n# helm failed\n---\n\n---\n",
+        ),
+        (
+            "documents that are no object",
+            "replicas: 3\n---\n- a\n- b\n--- just text\n",
+        ),
+    ] {
+        let path = dir.join("stdin");
+        std::fs::write(&path, text).unwrap();
+        let run = credlint_with(&["check", "--format", "json", "-"], stdin_from(&path), &[]);
+        sane(name, &run, 2);
+        assert!(
+            run.stderr.contains("nothing to lint"),
+            "{name}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "{name}");
+    }
+    // Files found in a folder are no better when none holds an object.
+    std::fs::write(dir.join("values.yaml"), "replicas: 3\n").unwrap();
+    std::fs::write(dir.join("package.json"), "{\"name\": \"x\"}\n").unwrap();
+    let display = dir.to_string_lossy().into_owned();
+    let run = credlint(&["check", &display]);
+    sane("a folder of files without an object", &run, 2);
+    assert!(run.stderr.contains("nothing to lint"), "{}", run.stderr);
+    // Beside the bundle the same files change nothing.
+    std::fs::write(dir.join("bundle.yaml"), bundle()).unwrap();
+    let run = credlint(&["check", "--format", "json", &display]);
+    sane("files without an object beside a bundle", &run, 1);
+    faults_kept("beside values", &run, &format!("{display}/bundle.yaml"), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_read_error_on_standard_input_exits_2() {
+    // A folder as standard input: every read fails (EISDIR).
+    let dir = temp_dir("stdin-folder");
+    let run = credlint_with(&["check", "-"], stdin_from(&dir), &[]);
+    sane("a folder as standard input", &run, 2);
+    assert!(
+        run.stderr.contains("cannot read standard input"),
+        "{}",
+        run.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_top_level_sequence_of_objects_is_a_located_error() {
+    let mut roles = String::new();
+    for name in ["a", "b"] {
+        roles.push_str(&format!(
+            "- apiVersion: rbac.authorization.k8s.io/v1\n  kind: Role\n  metadata: \
+             {{name: {name}-credentials, namespace: shop}}\n  rules: [{{apiGroups: [\"\"], \
+             resources: [secrets], verbs: [list]}}]\n"
+        ));
+    }
+    let run = beside_in_one_file("a top-level YAML sequence of Roles", roles.as_bytes());
+    let syntax: Vec<_> = findings(&run)
+        .into_iter()
+        .filter(|f| f.3 == "yaml-syntax")
+        .collect();
+    assert_eq!(syntax.len(), 1, "{syntax:?}");
+    assert_eq!((syntax[0].1, syntax[0].2), (1, 1), "{syntax:?}");
+    // The JSON form, in a file of its own beside the bundle.
+    let (dir, display) = folder_with_bundle("json-array");
+    std::fs::write(
+        dir.join("array.json"),
+        "\n  [{\"apiVersion\": \"v1\", \"kind\": \"ServiceAccount\", \"metadata\": {\"name\": \"x\"}}]",
+    )
+    .unwrap();
+    let run = credlint(&["check", "--format", "json", &display]);
+    sane("a top-level JSON array", &run, 1);
+    faults_kept(
+        "beside a JSON array",
+        &run,
+        &format!("{display}/bundle.yaml"),
+        0,
+    );
+    let array = format!("{display}/array.json");
+    assert!(
+        findings(&run).contains(&(array, 2, 3, "yaml-syntax".into())),
+        "{:?}",
+        findings(&run)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn concatenated_json_objects_are_linted_one_by_one() {
+    let role = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{{"name":"{name}-credentials","namespace":"shop","annotations":{{"argocd.argoproj.io/hook":"PreSync"}}}},"rules":[{{"apiGroups":[""],"resources":["secrets"],"verbs":["create","watch"]}}]}}"#
+        )
+    };
+    let (dir, display) = folder_with_bundle("json-stream");
+    // Two back to back on one line, then one on the next.
+    let text = format!("{}{}\n{}\n", role("a"), role("b"), role("c"));
+    std::fs::write(dir.join("stream.json"), &text).unwrap();
+    let run = credlint(&["check", "--format", "json", &display]);
+    sane("concatenated JSON objects", &run, 1);
+    faults_kept(
+        "beside a JSON stream",
+        &run,
+        &format!("{display}/bundle.yaml"),
+        0,
+    );
+    let stream = format!("{display}/stream.json");
+    let watches: Vec<(u64, u64)> = findings(&run)
+        .into_iter()
+        .filter(|f| f.0 == stream && f.3 == "role-forbidden-verb")
+        .map(|f| (f.1, f.2))
+        .collect();
+    let at = |offset: usize| {
+        let line_start = text[..offset].rfind('\n').map_or(0, |n| n + 1);
+        (
+            text[..offset].matches('\n').count() as u64 + 1,
+            (offset - line_start) as u64 + 1,
+        )
+    };
+    let expected: Vec<(u64, u64)> = text
+        .match_indices("\"watch\"")
+        .map(|(i, _)| at(i))
+        .collect();
+    assert_eq!(watches, expected, "{:?}", findings(&run));
+    assert!(!has_rule(&run, "yaml-syntax"), "{:?}", findings(&run));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn links_out_of_the_tree_are_named_never_followed_or_quoted() {
+    let (dir, display) = folder_with_bundle("links-out");
+    std::os::unix::fs::symlink("/proc/self/environ", dir.join("x.yaml")).unwrap();
+    let outside = temp_dir("links-target");
+    std::fs::write(outside.join("role.yaml"), "kind: [broken\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("linked")).unwrap();
+    let secret = "credlint-hostile-token-4f1c";
+    for format in ["json", "text"] {
+        let run = credlint_with(
+            &["check", "--format", format, &display],
+            Stdio::null(),
+            &[("CI_JOB_TOKEN", secret)],
+        );
+        sane("links out of the walked folder", &run, 1);
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            !stdout.contains(secret) && !run.stderr.contains(secret),
+            "{format}: leaked"
+        );
+        assert!(
+            !stdout.contains("role.yaml") && !stdout.contains("environ"),
+            "{stdout}"
+        );
+        for named in [
+            format!("{display}/x.yaml"),
+            "/proc/self/environ".to_string(),
+            format!("{display}/linked"),
+            outside.display().to_string(),
+        ] {
+            assert!(run.stderr.contains(&named), "{named}: {}", run.stderr);
+        }
+        if format == "json" {
+            faults_kept(
+                "beside links out",
+                &run,
+                &format!("{display}/bundle.yaml"),
+                0,
+            );
+            assert_eq!(report(&run)["summary"]["files"], 1);
+        }
+    }
+    // Named on the command line, the link is not followed either.
+    let link = format!("{display}/x.yaml");
+    let bundle = format!("{display}/bundle.yaml");
+    let run = credlint_with(
+        &["check", "--format", "json", &link, &bundle],
+        Stdio::null(),
+        &[("CI_JOB_TOKEN", secret)],
+    );
+    sane("a link out named on the command line", &run, 1);
+    assert!(!String::from_utf8_lossy(&run.stdout).contains(secret));
+    assert!(run.stderr.contains("/proc/self/environ"), "{}", run.stderr);
+    faults_kept("beside a named link out", &run, &bundle, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&outside);
+}
+
+#[test]
+fn special_files_named_are_refused_and_every_read_is_bounded() {
+    let (dir, display) = folder_with_bundle("special");
+    let bundle = format!("{display}/bundle.yaml");
+    for device in ["/dev/zero", "/dev/urandom"] {
+        let run = credlint(&["check", "--format", "json", device, &bundle]);
+        sane(device, &run, 2);
+        assert!(
+            run.stderr
+                .contains(&format!("{device}: a character device")),
+            "{}",
+            run.stderr
+        );
+        faults_kept(device, &run, &bundle, 0);
+        let run = credlint(&["check", "--config", device, &bundle]);
+        sane("a device as --config", &run, 2);
+        assert!(run.stderr.contains("character device"), "{}", run.stderr);
+        let run = credlint(&["check", "--policy", device, &bundle]);
+        sane("a device as --policy", &run, 2);
+        assert!(run.stderr.contains("character device"), "{}", run.stderr);
+    }
+    // A FIFO named on the command line is refused without waiting for a writer.
+    let fifo = dir.join("named.yaml");
+    let path = std::ffi::CString::new(fifo.to_string_lossy().into_owned()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    let named = fifo.to_string_lossy().into_owned();
+    let run = credlint(&["check", "--format", "json", &named, &bundle]);
+    sane("a FIFO named on the command line", &run, 2);
+    assert!(run.stderr.contains("named.yaml: a FIFO"), "{}", run.stderr);
+    faults_kept("beside a named FIFO", &run, &bundle, 0);
+    // Endless standard input stops at the cap.
+    let run = credlint_with(&["check", "-"], stdin_from(Path::new("/dev/zero")), &[]);
+    sane("/dev/zero as standard input", &run, 2);
+    assert!(
+        run.stderr.contains("larger than the 256 MiB"),
+        "{}",
+        run.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_file_over_4_gib_is_refused_without_reading_it() {
+    let (dir, display) = folder_with_bundle("huge");
+    // Sparse: 5 GiB that take no room on the disk.
+    let huge = std::fs::File::create(dir.join("huge.yaml")).unwrap();
+    huge.set_len(5 << 30).unwrap();
+    let run = credlint(&["check", "--format", "json", &display]);
+    sane("a 5 GiB file", &run, 2);
+    assert!(
+        run.stderr.contains("huge.yaml: larger than the 256 MiB"),
+        "{}",
+        run.stderr
+    );
+    faults_kept(
+        "beside a 5 GiB file",
+        &run,
+        &format!("{display}/bundle.yaml"),
+        0,
+    );
+    // The same bytes on standard input.
+    let run = credlint_with(&["check", "-"], stdin_from(&dir.join("huge.yaml")), &[]);
+    sane("5 GiB on standard input", &run, 2);
+    assert!(
+        run.stderr.contains("larger than the 256 MiB"),
+        "{}",
+        run.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ignore_files_count_from_the_repository_root_down_and_are_bounded() {
+    let dir = temp_dir("gitignore");
+    // A .gitignore above the repository hides nothing in it.
+    std::fs::write(dir.join(".gitignore"), "*.yaml\n").unwrap();
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(repo.join(".git/info")).unwrap();
+    std::fs::write(repo.join("bundle.yaml"), bundle()).unwrap();
+    // .git/info/exclude is honoured, as git honours it.
+    std::fs::write(repo.join(".git/info/exclude"), "broken.yaml\n").unwrap();
+    std::fs::write(repo.join("broken.yaml"), "kind: [Role\n").unwrap();
+    let display = repo.to_string_lossy().into_owned();
+    let run = credlint(&["check", "--format", "json", &display]);
+    sane("a .gitignore above the repository", &run, 1);
+    faults_kept(
+        "under an ignoring parent",
+        &run,
+        &format!("{display}/bundle.yaml"),
+        0,
+    );
+    assert!(!has_rule(&run, "yaml-syntax"), "{:?}", findings(&run));
+    // An ignore file too large to honour is refused, not compiled.
+    let patterns: String = (0..60_000)
+        .map(|i| format!("/generated/part-{i}/*.yaml\n"))
+        .collect();
+    std::fs::write(repo.join(".gitignore"), patterns).unwrap();
+    let run = credlint(&["check", "--format", "json", &display]);
+    sane("a 2 MB .gitignore", &run, 2);
+    assert!(
+        run.stderr.contains(".gitignore: an ignore file larger"),
+        "{}",
+        run.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn config_that_cannot_be_read_and_excludes_of_the_root_exit_2() {
+    let (dir, display) = folder_with_bundle("config");
+    let bundle = format!("{display}/bundle.yaml");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let binary = OsStr::new(env!("CARGO_BIN_EXE_credlint"));
+    // A dangling credlint.toml is not "no config".
+    std::os::unix::fs::symlink("gone.toml", work.join("credlint.toml")).unwrap();
+    let args = [OsStr::new("check"), OsStr::new(&bundle)];
+    let run = spawn(binary, &args, &work);
+    sane("a dangling credlint.toml", &run, 2);
+    assert!(run.stderr.contains("credlint.toml"), "{}", run.stderr);
+    std::fs::remove_file(work.join("credlint.toml")).unwrap();
+    // A credlint.toml that is a folder cannot be read either.
+    std::fs::create_dir_all(work.join("credlint.toml")).unwrap();
+    let run = spawn(binary, &args, &work);
+    sane("a folder named credlint.toml", &run, 2);
+    std::fs::remove_dir_all(work.join("credlint.toml")).unwrap();
+    for exclude in ["", "/", ".", "charts,,vendor"] {
+        let run = credlint(&["check", "--exclude", exclude, &display]);
+        sane("an --exclude of the root", &run, 2);
+        assert!(
+            run.stderr.contains("--exclude"),
+            "{exclude:?}: {}",
+            run.stderr
+        );
+    }
+    std::fs::write(work.join("credlint.toml"), "exclude = [\"/\"]\n").unwrap();
+    let run = spawn(binary, &args, &work);
+    sane("exclude = [\"/\"]", &run, 2);
+    assert!(run.stderr.contains("credlint.toml:1"), "{}", run.stderr);
+    // Next to a valid one, the run goes on and finds the bundle's faults.
+    std::fs::write(work.join("credlint.toml"), "exclude = [\"charts\"]\n").unwrap();
+    let json = [
+        OsStr::new("check"),
+        OsStr::new("--format"),
+        OsStr::new("json"),
+        OsStr::new(&bundle),
+    ];
+    let run = spawn(binary, &json, &work);
+    sane("a valid credlint.toml", &run, 1);
+    faults_kept("with a valid config", &run, &bundle, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn policies_out_never_replaces_a_hand_written_file() {
+    let dir = temp_dir("policies-out");
+    let own = "resources: [my-policy.yaml]\n";
+    std::fs::write(dir.join("kustomization.yaml"), own).unwrap();
+    let out = dir.to_string_lossy().into_owned();
+    let run = credlint(&["policies", "--out", &out]);
+    sane("policies --out over a hand-written kustomization", &run, 2);
+    assert!(run.stderr.contains("kustomization.yaml"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap(),
+        own
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "nothing else written"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn output_that_cannot_be_written_is_exit_2_and_a_closed_pipe_is_quiet() {
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let Ok(_) = full() else {
+        eprintln!("SKIPPED /dev/full: not on this system");
+        return;
+    };
+    let binary = env!("CARGO_BIN_EXE_credlint");
+    let commands: [&[&str]; 5] = [
+        &["explain", "job-ttl"],
+        &["explain", "policy:x"],
+        &["rules"],
+        &["policies"],
+        &["check", "--format", "json", BUNDLE],
+    ];
+    for args in commands {
+        let out = Command::new(binary)
+            .args(args)
+            .current_dir(root())
+            .stdout(full().unwrap())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("cannot write"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        // A reader that goes away at once: no panic, no message.
+        let mut child = Command::new(binary)
+            .args(args)
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("cannot write"), "{args:?}: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}");
+    }
+}
+
+#[test]
+fn a_huge_thread_count_is_capped_and_said() {
+    let run = credlint(&["check", "--format", "json", "--threads", "100000", BUNDLE]);
+    sane("--threads 100000", &run, 1);
+    assert!(run.stderr.contains("--threads 100000"), "{}", run.stderr);
+    faults_kept("with 100,000 threads asked", &run, BUNDLE, 0);
+}
+
+#[test]
+fn one_role_rule_of_thousands_of_items_is_linear() {
+    // 2,000 groups x 2,000 resources x 2,000 verbs, all of them permitted ones: a walk over
+    // every combination would be 8e9 steps.
+    let n = 2000;
+    let list = |item: &str| vec![format!("\"{item}\""); n].join(",");
+    let role = format!(
+        "{{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"metadata\":\
+         {{\"name\":\"big-credentials\",\"namespace\":\"shop\"}},\"rules\":[{{\"apiGroups\":[{}],\
+         \"resources\":[{}],\"verbs\":[{}],\"resourceNames\":[\"a\"]}}]}}",
+        list(""),
+        list("secrets"),
+        list("list"),
+    );
+    let run = beside_in_one_file("one Role rule of 2,000 x 2,000 x 2,000", role.as_bytes());
+    let verbs = findings(&run)
+        .iter()
+        .filter(|f| f.1 == 1 && f.3 == "role-forbidden-verb")
+        .count();
+    assert_eq!(verbs, n, "{:?}", findings(&run).len());
+}
+
+#[test]
+fn a_policy_expression_past_the_cost_budget_is_an_error_naming_the_policy() {
+    let (dir, display) = folder_with_bundle("cel-cost");
+    let items = (0..3_000)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let policy = format!(
+        "apiVersion: policies.kyverno.io/v1\nkind: ValidatingPolicy\nmetadata:\n  name: \
+         costly\nspec:\n  matchConstraints:\n    resourceRules:\n      - apiGroups: ['']\n        \
+         apiVersions: [v1]\n        operations: [CREATE]\n        resources: [serviceaccounts]\n  \
+         validations:\n    - expression: \"[{items}].map(a, [{items}].map(b, object.metadata.name)).size() > 0\"\n"
+    );
+    let policies = temp_dir("cel-cost-policy");
+    std::fs::write(policies.join("costly.yaml"), policy).unwrap();
+    let policy_path = policies.join("costly.yaml").to_string_lossy().into_owned();
+    let run = credlint(&[
+        "check",
+        "--format",
+        "json",
+        "--policy",
+        &policy_path,
+        &display,
+    ]);
+    sane("a policy past the CEL cost budget", &run, 1);
+    faults_kept(
+        "beside a costly policy",
+        &run,
+        &format!("{display}/bundle.yaml"),
+        0,
+    );
+    let costly: Vec<String> = report(&run)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "policy:costly")
+        .map(|f| f["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(!costly.is_empty(), "{:?}", findings(&run));
+    assert!(
+        costly.iter().all(|m| m.contains("cost budget")),
+        "{costly:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&policies);
 }

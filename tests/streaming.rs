@@ -12,7 +12,7 @@ fn findings(paths: &[PathBuf], keep: bool, threads: usize) -> Vec<String> {
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
-    let (files, _) = input::collect(&args, &[]);
+    let files = input::collect(&args, &[]).files;
     let options = Options {
         keep: Keep {
             bundles: keep,

@@ -59,12 +59,18 @@ impl fmt::Display for ConfigError {
 }
 
 /// The nearest `credlint.toml` in `start` or one of its parents, up to the filesystem root.
+/// Whatever stands under that name counts, a dangling link or a folder too: one that cannot be
+/// read is an error (exit 2), never a run without the settings it holds.
 pub fn find(start: &Path) -> Option<PathBuf> {
     start
         .ancestors()
         .map(|dir| dir.join(FILE_NAME))
-        .find(|candidate| candidate.is_file())
+        .find(|candidate| std::fs::symlink_metadata(candidate).is_ok())
 }
+
+/// The largest config file read: far above any real one, and a device named with `--config`
+/// cannot fill the memory.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Reads and checks a config file; `shown` is the path as messages name it.
 pub fn load(path: &Path, shown: &str) -> Result<Config, Vec<ConfigError>> {
@@ -75,7 +81,7 @@ pub fn load(path: &Path, shown: &str) -> Result<Config, Vec<ConfigError>> {
             message,
         }]
     };
-    let bytes = std::fs::read(path).map_err(|e| whole(crate::load::input::describe_io(&e)))?;
+    let bytes = crate::load::input::read_bounded(path, MAX_CONFIG_BYTES).map_err(whole)?;
     let text = String::from_utf8(bytes).map_err(|_| whole("the file is not UTF-8".into()))?;
     parse(shown, &text)
 }
@@ -236,7 +242,13 @@ impl Reader<'_> {
         let mut out = Vec::new();
         for item in items.iter() {
             match item.get_ref().as_str() {
-                Some(s) if !s.trim().is_empty() => out.push(s.to_string()),
+                Some(s) if !s.trim().is_empty() => match crate::load::input::exclude_problem(s) {
+                    // `exclude` is the only list of folders; a root entry would skip them all.
+                    Some(problem) => {
+                        self.error(item.span(), format!("`{}`: {problem}", key.get_ref()))
+                    }
+                    None => out.push(s.to_string()),
+                },
                 Some(_) => self.error(
                     item.span(),
                     format!("`{}` holds an empty folder name", key.get_ref()),

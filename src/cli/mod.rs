@@ -185,6 +185,41 @@ impl FailOn {
     }
 }
 
+/// The most threads a run starts (or the number of cores, where that is more): more threads
+/// than cores never speed up linting, and a pool of 100,000 would not finish starting.
+const MAX_THREADS: usize = 64;
+
+/// `--threads N`, capped at [`MAX_THREADS`], saying so when it is.
+fn threads(asked: Option<usize>) -> Option<usize> {
+    let asked = asked.filter(|&n| n > 0)?;
+    let cap = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .max(MAX_THREADS);
+    if asked > cap {
+        eprintln!("credlint: --threads {asked} is more than credlint starts; using {cap}");
+    }
+    Some(asked.min(cap))
+}
+
+/// Writes `text` to standard output: a reader that went away (a closed pipe, as `| head` closes
+/// it) is no error; any other failure (a full disk) is `cannot write`, exit 2.
+fn print_out(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) => write_failed(&e),
+        Ok(()) => ExitCode::SUCCESS,
+    }
+}
+
+/// Exit code for a failed write to standard output: quiet success on a closed pipe.
+fn write_failed(e: &std::io::Error) -> ExitCode {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        ExitCode::SUCCESS
+    } else {
+        usage_error(format!("cannot write to standard output: {e}"))
+    }
+}
+
 /// Prints a one-line reason and returns exit code 2.
 fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("credlint: {message}");
@@ -206,9 +241,10 @@ fn completions(shell: clap_complete::Shell) -> ExitCode {
     let mut command = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut command, "credlint", &mut out);
-    match std::io::stdout().lock().write_all(&out) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => usage_error(e),
-        _ => ExitCode::SUCCESS,
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(&out).and_then(|_| stdout.flush()) {
+        Err(e) => write_failed(&e),
+        Ok(()) => ExitCode::SUCCESS,
     }
 }
 
@@ -274,7 +310,7 @@ fn check(args: CheckArgs) -> ExitCode {
             programs: false,
         },
         policies,
-        threads: args.threads.filter(|&n| n > 0),
+        threads: threads(args.threads),
     };
     let linted = if args.pre_commit {
         lint_changed(&args.paths, &settings.exclude, options)
@@ -285,6 +321,9 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(run) => run,
         Err(code) => return code,
     };
+    if let Some(code) = nothing_linted(&outcome) {
+        return code;
+    }
     settings.apply(
         &mut outcome,
         suppress::Options {
@@ -345,7 +384,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
             bundles: true,
             programs: true,
         },
-        threads: args.threads.filter(|&n| n > 0),
+        threads: threads(args.threads),
         ..Options::default()
     };
     let (mut outcome, texts) = match lint(&args.paths, &settings.exclude, options) {
@@ -407,7 +446,14 @@ fn lint(
     if paths.iter().filter(|p| *p == "-").count() > 1 {
         return Err(usage_error("standard input (`-`) can be read only once"));
     }
-    let (files, errors) = input::collect(&paths, exclude);
+    let input::Collected {
+        files,
+        errors,
+        warnings,
+    } = input::collect(&paths, exclude);
+    for w in &warnings {
+        eprintln!("credlint: warning: {}: {}", w.path, w.message);
+    }
     if files.is_empty() {
         for e in &errors {
             eprintln!("credlint: {}: {}", e.path, e.message);
@@ -418,10 +464,30 @@ fn lint(
         )));
     }
     // Standard input is read once, up front; the text report needs it again.
-    let (files, stdin) = take_stdin(files);
+    let (files, stdin) = take_stdin(files).map_err(|e| usage_error(format!("-: {e}")))?;
     let engine = Engine::new(options).map_err(usage_error)?;
     let outcome = engine.run(&files, errors);
     Ok((outcome, Texts { stdin }))
+}
+
+/// Exit 2 when the run read no Kubernetes object and found nothing wrong: no document, only
+/// empty ones or only documents that are no object (empty standard input, as when the renderer
+/// before a pipe failed). A green run must mean the manifests were read.
+fn nothing_linted(outcome: &Outcome) -> Option<ExitCode> {
+    if outcome.summary.objects > 0
+        || !outcome.findings.is_empty()
+        || !outcome.input_errors.is_empty()
+    {
+        return None;
+    }
+    let inputs = match outcome.files.as_slice() {
+        [one] if one == "-" => "standard input".to_string(),
+        [one] => one.clone(),
+        files => format!("{} files", files.len()),
+    };
+    Some(usage_error(format!(
+        "nothing to lint: no Kubernetes object in {inputs} (no document, or none with a `kind`)"
+    )))
 }
 
 /// Writes the report and turns the findings into the exit code: suppressed findings and those
@@ -462,16 +528,14 @@ fn finish(outcome: &Outcome, format: Format, mut context: report::Context) -> Ex
 }
 
 /// Reads standard input once, up front, when it is among the inputs, so both the engine and
-/// the text report can use it.
-fn take_stdin(files: Vec<input::InputFile>) -> (Vec<input::InputFile>, Option<String>) {
+/// the text report can use it. A read error or input over the size cap is `Err`: the run exits 2 rather than lint less.
+fn take_stdin(
+    files: Vec<input::InputFile>,
+) -> Result<(Vec<input::InputFile>, Option<String>), String> {
     if !files.iter().any(|f| f.origin == input::Origin::Stdin) {
-        return (files, None);
+        return Ok((files, None));
     }
-    let stdin = input::InputFile {
-        display: "-".into(),
-        origin: input::Origin::Stdin,
-    };
-    let bytes = std::sync::Arc::new(input::read(&stdin).unwrap_or_default());
+    let bytes = std::sync::Arc::new(input::read_stdin()?);
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let files = files
         .into_iter()
@@ -483,7 +547,7 @@ fn take_stdin(files: Vec<input::InputFile>) -> (Vec<input::InputFile>, Option<St
             _ => f,
         })
         .collect();
-    (files, Some(text))
+    Ok((files, Some(text)))
 }
 
 const POLICY_PREFIX: &str = crate::lint::kyverno::report::PREFIX;
@@ -532,10 +596,9 @@ fn rules(format: CatalogFormat) -> ExitCode {
         }
         CatalogFormat::Markdown => write!(out, "{}", crate::cli::docs::markdown(catalog)),
     };
-    match result {
+    match result.and_then(|_| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => usage_error(e),
+        Err(e) => write_failed(&e),
     }
 }
 
@@ -563,14 +626,13 @@ fn rule_json(r: &crate::lint::catalog::Rule) -> serde_json::Value {
 fn explain(id: &str) -> ExitCode {
     let catalog = Catalog::get();
     if let Some(name) = id.strip_prefix(POLICY_PREFIX) {
-        println!(
+        return print_out(&format!(
             "{id}: a denial by the Kyverno policy `{name}`\n\nFindings with this id come from a \
              ValidatingPolicy given with `credlint check --policy`: the policy's own annotations \
              and message say why and what to do. They are errors when the policy denies \
              (validationActions Deny), warnings when it only audits or warns. `--ignore {id}` \
-             drops them; `policy:*` stands for every policy."
-        );
-        return ExitCode::SUCCESS;
+             drops them; `policy:*` stands for every policy.\n"
+        ));
     }
     let Some(rule) = catalog.rule(id) else {
         let close: Vec<&str> = catalog
@@ -586,6 +648,5 @@ fn explain(id: &str) -> ExitCode {
         };
         return usage_error(format!("unknown rule `{id}`; {hint}"));
     };
-    print!("{}", crate::cli::docs::explain(catalog, rule));
-    ExitCode::SUCCESS
+    print_out(&crate::cli::docs::explain(catalog, rule))
 }

@@ -79,8 +79,12 @@ pub fn run(args: PoliciesArgs) -> ExitCode {
     if args.out.is_none() && !args.check {
         let text = policy::stream(&policy::generate(catalog, &options));
         let mut out = std::io::stdout().lock();
-        return match std::io::Write::write_all(&mut out, text.as_bytes()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => usage_error(e),
+        let written = std::io::Write::write_all(&mut out, text.as_bytes())
+            .and_then(|_| std::io::Write::flush(&mut out));
+        return match written {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                usage_error(format!("cannot write to standard output: {e}"))
+            }
             _ => ExitCode::SUCCESS,
         };
     }
@@ -180,8 +184,27 @@ pub fn stale_files(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> 
 }
 
 /// Writes each changed file atomically (a temporary file renamed over it) and removes files an
-/// earlier run generated that no rule generates now; any other file is left alone.
+/// earlier run generated that no rule generates now; any other file is left alone. A file in
+/// the way that credlint did not generate (no marker on its first line: a hand-written
+/// kustomization.yaml, say) is never replaced: nothing is written and `Err` names them all.
 pub fn write(dir: &Path, files: &BTreeMap<String, String>) -> Result<String, String> {
+    let foreign: Vec<String> = files
+        .iter()
+        .map(|(path, text)| (dir.join(path), text))
+        .filter(|(full, text)| {
+            std::fs::symlink_metadata(full).is_ok()
+                && !std::fs::read_to_string(full).is_ok_and(|t| t == **text)
+                && !starts_with_marker(full)
+        })
+        .map(|(full, _)| full.display().to_string())
+        .collect();
+    if !foreign.is_empty() {
+        return Err(format!(
+            "not replacing files credlint did not generate (their first line is not \"{MARKER}\"): {}; \
+             move them away or choose another --out folder",
+            foreign.join(", ")
+        ));
+    }
     let (mut written, mut unchanged, mut removed) = (0, 0, 0);
     for (path, text) in files {
         let full = dir.join(path);
@@ -324,7 +347,7 @@ pub fn lint_objects(engine: &Engine, paths: &[PathBuf]) -> Vec<FixtureObject> {
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
-    let (inputs, _) = input::collect(&args, &[]);
+    let inputs = input::collect(&args, &[]).files;
     let outcome = engine.run(&inputs, Vec::new());
     let mut out = Vec::new();
     for (index, file) in inputs.iter().enumerate() {

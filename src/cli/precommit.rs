@@ -22,13 +22,19 @@ pub struct Inputs {
     pub errors: Vec<InputError>,
     /// Files of the tree that cannot be read, outside the changed ones: reported as notes only.
     pub tree_errors: Vec<InputError>,
+    /// Paths not read on purpose (links out of the tree, special files): said as warnings.
+    pub warnings: Vec<InputError>,
 }
 
 /// Collects the tree under `root` and the changed `paths` (folders among them are walked).
 /// Changed files inside an `exclude`d folder are not linted, as the walk would not lint them.
 pub fn inputs(root: &Path, paths: &[String], exclude: &[String]) -> Inputs {
-    let (given, errors) = input::collect(paths, exclude);
-    let (mut files, tree_errors) = input::collect(&[root.to_string_lossy().into_owned()], exclude);
+    let given = input::collect(paths, exclude);
+    let tree = input::collect(&[root], exclude);
+    let (errors, tree_errors, mut files) = (given.errors, tree.errors, tree.files);
+    let mut warnings = given.warnings;
+    warnings.extend(tree.warnings);
+    let given = given.files;
     let key = |f: &InputFile| match &f.origin {
         input::Origin::File(p) => std::fs::canonicalize(p).ok(),
         _ => None,
@@ -58,6 +64,7 @@ pub fn inputs(root: &Path, paths: &[String], exclude: &[String]) -> Inputs {
         changed,
         errors,
         tree_errors,
+        warnings,
     }
 }
 
@@ -73,6 +80,9 @@ pub fn lint(
         return Err("--pre-commit takes the changed files, not standard input".into());
     }
     let inputs = inputs(root, paths, exclude);
+    for w in &inputs.warnings {
+        eprintln!("credlint: warning: {}: {}", w.path, w.message);
+    }
     for e in &inputs.tree_errors {
         eprintln!(
             "credlint: note: {}: {} (not among the changed files; a bundle with a member there \

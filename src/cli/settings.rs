@@ -77,6 +77,17 @@ impl Settings {
                 return Err(vec![format!("unknown rule `{id}` ({hint})")]);
             }
         }
+        let problems: Vec<String> = flags
+            .exclude
+            .iter()
+            .flatten()
+            .filter_map(|e| {
+                crate::load::input::exclude_problem(e).map(|p| format!("--exclude: {p}"))
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(problems);
+        }
         let path = match file {
             ConfigFile::None => None,
             ConfigFile::Named(path) => {

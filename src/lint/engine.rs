@@ -147,6 +147,17 @@ impl Timings {
 /// A large file is linted in segments of about this many bytes of whole documents.
 const SEGMENT_BYTES: usize = 256 * 1024;
 
+/// Where a document that is a sequence holding Kubernetes objects starts. A sequence of
+/// anything else (an Ansible playbook found in a walk) is not credlint's business, as a
+/// mapping without `kind` is not.
+fn sequence_of_objects(root: &Node) -> Option<usize> {
+    let items = root.as_seq()?;
+    items
+        .iter()
+        .any(|item| object::Object::from_node(item).is_some())
+        .then_some(root.span.start())
+}
+
 /// The condition that says whether an object belongs to a bundle.
 const MEMBER_CONDITION: &str = "credentials-member";
 
@@ -434,7 +445,12 @@ impl Engine {
     fn lint_text(&self, file: usize, text: &str, invalid: &[(usize, u8)]) -> FileOut {
         let started = std::time::Instant::now();
         let source = Source::new(file, text);
-        let ranges = yaml::document_ranges(text);
+        // Concatenated JSON objects are documents one by one, as kubectl applies them.
+        let stream = crate::load::json_stream::objects(text);
+        let ranges = match &stream {
+            Some(stream) => stream.objects.clone(),
+            None => yaml::document_ranges(text),
+        };
         let cut = started.elapsed();
         // Consecutive documents in segments of about SEGMENT_BYTES, linted in parallel.
         let mut segments: Vec<std::ops::Range<usize>> = Vec::new();
@@ -451,6 +467,19 @@ impl Engine {
         let mut out = FileOut::default();
         let mut header_lines = Vec::new();
         out.timings.parse += cut;
+        if let Some(at) = stream.and_then(|s| s.trailing) {
+            let mut emit = Emit::new(self.catalog);
+            let message = "after two or more JSON objects kubectl reads only JSON objects, and \
+                           this is none: it stops here with an error";
+            emit.add(
+                "yaml-syntax",
+                source.loc(source.char_at(at)),
+                message,
+                None,
+                None,
+            );
+            out.findings.extend(emit.findings);
+        }
         for (part, lines) in parts {
             out.timings.add(part.timings);
             out.findings.extend(part.findings);
@@ -512,6 +541,19 @@ impl Engine {
                             continue;
                         }
                         out.documents += 1;
+                        if let Some(at) = sequence_of_objects(&doc.root) {
+                            emit.add(
+                                "yaml-syntax",
+                                source.loc(source.char_at(at)),
+                                "a top-level sequence is not a Kubernetes object: kubectl and \
+                                 Argo CD refuse it whole (none of its items is applied); write \
+                                 each item as a document of its own, `---` between, or under \
+                                 `items:` of a `kind: List`",
+                                None,
+                                None,
+                            );
+                            continue;
+                        }
                         for dup in &doc.duplicate_keys {
                             emit.add(
                                 "yaml-duplicate-key",

@@ -1,14 +1,24 @@
-//! What to lint: files named on the command line, folders walked for manifests (skipping hidden
-//! folders and what .gitignore ignores), and standard input.
+//! What to lint: files named on the command line, folders walked for manifests, and standard
+//! input; and every read of them, bounded.
+//!
+//! The walk skips hidden folders and what git ignores, as git sees it: the `.gitignore` files
+//! from the repository's root down, `.git/info/exclude` and the global excludes file, and
+//! nothing above the repository (outside a repository, the `.gitignore` files from the walked
+//! folder down). It never leaves the walked folder: a symbolic link whose target lies outside
+//! is not followed, and a warning names the link and its target (never what it holds). Only
+//! regular files are read: a device, FIFO or socket is refused, walked or named.
 
+use std::ffi::OsStr;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
     File(PathBuf),
     Stdin,
     /// Bytes already read (standard input, read once and shared with the report).
-    Memory(std::sync::Arc<Vec<u8>>),
+    Memory(Arc<Vec<u8>>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,63 +28,284 @@ pub struct InputFile {
     pub origin: Origin,
 }
 
-/// A path that cannot be linted; the run goes on with the others but exits 2.
+/// A path that cannot be linted (the run goes on with the others but exits 2), or, among
+/// [`Collected::warnings`], one that is left out on purpose.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputError {
     pub path: String,
     pub message: String,
 }
 
+/// What the command-line paths expand to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Collected {
+    pub files: Vec<InputFile>,
+    /// Paths that cannot be read: the run exits 2.
+    pub errors: Vec<InputError>,
+    /// Paths not read on purpose (a link out of the walked folder, a FIFO found in a walk):
+    /// said on standard error, without changing the exit code.
+    pub warnings: Vec<InputError>,
+}
+
 pub const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
+
+/// The largest file, or standard input, credlint reads: 256 MiB. Larger input is refused with
+/// exit 2 before it is read whole, so no offset into a text can pass 32 bits and a device or
+/// an endless pipe cannot fill the memory. Rendered manifests are a few MB; the API server
+/// refuses a request body over 3 MiB.
+pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// The largest ignore file (`.gitignore`, `.git/info/exclude`, the global excludes) the walk
+/// honours: 1 MiB, tens of thousands of patterns. A larger one is refused with exit 2 rather
+/// than compiled at a cost of gigabytes.
+pub const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
+
+/// Why an `exclude` entry (`--exclude` or credlint.toml) is refused: one that is empty, or that
+/// names the walked folder itself, would exclude every folder.
+pub fn exclude_problem(entry: &str) -> Option<String> {
+    let trimmed = entry.trim();
+    let bare = trimmed.trim_matches('/');
+    let bare = bare.trim_start_matches("./");
+    if trimmed.is_empty() {
+        Some("an empty folder name excludes nothing it could name".into())
+    } else if bare.is_empty() || bare == "." {
+        Some(format!(
+            "`{entry}` names the walked folder itself, which would exclude every file"
+        ))
+    } else {
+        None
+    }
+}
 
 /// Expands the command-line paths into files, in a stable order: files as named, folders
 /// walked and sorted. Folders to exclude are matched against path components.
-pub fn collect(paths: &[String], exclude: &[String]) -> (Vec<InputFile>, Vec<InputError>) {
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
+pub fn collect<P: AsRef<OsStr>>(paths: &[P], exclude: &[String]) -> Collected {
+    let mut out = Collected::default();
+    let cwd = std::env::current_dir().and_then(|d| d.canonicalize()).ok();
     for arg in paths {
+        let arg = arg.as_ref();
         if arg == "-" {
-            files.push(InputFile {
+            out.files.push(InputFile {
                 display: "-".into(),
                 origin: Origin::Stdin,
             });
             continue;
         }
         let path = Path::new(arg);
+        let shown = display_path(path);
+        // A link named on the command line is followed only within the current folder.
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+            && let (Some(cwd), Ok(target)) = (&cwd, path.canonicalize())
+            && !target.starts_with(cwd)
+        {
+            out.warnings
+                .push(link_out(path, &target, "the current folder"));
+            continue;
+        }
         match std::fs::metadata(path) {
-            Err(e) => errors.push(InputError {
-                path: arg.clone(),
+            Err(e) => out.errors.push(InputError {
+                path: shown,
                 message: describe_io(&e),
             }),
-            Ok(meta) if meta.is_dir() => walk(path, exclude, &mut files, &mut errors),
-            Ok(_) => files.push(InputFile {
-                display: display_path(path),
+            Ok(meta) if meta.is_dir() => walk(path, exclude, &mut out),
+            Ok(meta) if !meta.is_file() => out.errors.push(InputError {
+                path: shown,
+                message: not_regular(&meta.file_type()),
+            }),
+            Ok(_) => out.files.push(InputFile {
+                display: shown,
                 origin: Origin::File(path.to_path_buf()),
             }),
         }
     }
-    (files, errors)
+    out
 }
 
-fn walk(root: &Path, exclude: &[String], files: &mut Vec<InputFile>, errors: &mut Vec<InputError>) {
-    let mut found = Vec::new();
+fn link_out(link: &Path, target: &Path, tree: &str) -> InputError {
+    // The target as written, and where it leads when that reads differently.
+    let written = std::fs::read_link(link).unwrap_or_else(|_| target.to_path_buf());
+    let resolved = if written == target {
+        String::new()
+    } else {
+        format!(" (that is {})", target.display())
+    };
+    InputError {
+        path: display_path(link),
+        message: format!(
+            "a symbolic link to {}{resolved}, outside {tree}: not followed",
+            written.display()
+        ),
+    }
+}
+
+/// What a file that is not a regular one is, for the message that refuses it.
+fn not_regular(kind: &std::fs::FileType) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file"
+    };
+    format!("{what}: credlint reads only regular files")
+}
+
+/// The repository the folder is in: the nearest ancestor (itself included) holding `.git`.
+fn repository_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// The ignore files of `dir` (and, at the repository root, `.git/info/exclude`) that are too
+/// large to honour.
+fn oversized_ignore_files(dir: &Path, at_repository_root: bool) -> Vec<PathBuf> {
+    let mut candidates = vec![dir.join(".gitignore")];
+    if at_repository_root {
+        candidates.push(dir.join(".git/info/exclude"));
+    }
+    candidates
+        .into_iter()
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > MAX_IGNORE_FILE_BYTES))
+        .collect()
+}
+
+/// The global excludes file git reads: `core.excludesFile` in `~/.gitconfig`, else
+/// `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
+fn global_excludes() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let configured = home.as_ref().and_then(|h| {
+        let text = read_bounded(&h.join(".gitconfig"), MAX_IGNORE_FILE_BYTES).ok()?;
+        let text = String::from_utf8_lossy(&text).into_owned();
+        text.lines().find_map(|l| {
+            let (key, value) = l.split_once('=')?;
+            key.trim()
+                .eq_ignore_ascii_case("excludesfile")
+                .then(|| value.trim().trim_matches('"').to_string())
+        })
+    });
+    match configured {
+        Some(p) => match (p.strip_prefix("~/"), &home) {
+            (Some(rest), Some(h)) => Some(h.join(rest)),
+            _ => Some(PathBuf::from(p)),
+        },
+        None => std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| home.map(|h| h.join(".config")))
+            .map(|c| c.join("git/ignore")),
+    }
+}
+
+fn too_large_ignore(path: &Path) -> InputError {
+    InputError {
+        path: display_path(path),
+        message: format!(
+            "an ignore file larger than {} KiB; credlint does not honour one that large",
+            MAX_IGNORE_FILE_BYTES >> 10
+        ),
+    }
+}
+
+fn walk(root: &Path, exclude: &[String], out: &mut Collected) {
+    let Ok(canonical_root) = root.canonicalize() else {
+        out.errors.push(InputError {
+            path: display_path(root),
+            message: "cannot resolve the folder".into(),
+        });
+        return;
+    };
+    let repository = repository_root(&canonical_root);
+    // The ignore files above the walked folder that git reads, from the repository root down.
+    if let Some(repo) = &repository {
+        let mut oversized = Vec::new();
+        for dir in canonical_root.ancestors() {
+            oversized.extend(oversized_ignore_files(dir, dir == repo));
+            if dir == repo {
+                break;
+            }
+        }
+        if let Some(global) = global_excludes()
+            && std::fs::metadata(&global).is_ok_and(|m| m.len() > MAX_IGNORE_FILE_BYTES)
+        {
+            oversized.push(global);
+        }
+        if !oversized.is_empty() {
+            out.errors
+                .extend(oversized.iter().map(|p| too_large_ignore(p)));
+            return;
+        }
+    } else if let Some(p) = oversized_ignore_files(&canonical_root, false).first() {
+        out.errors.push(too_large_ignore(p));
+        return;
+    }
+    let inside = repository.is_some();
+    let left_out: Arc<Mutex<Collected>> = Arc::default();
+    let filter = {
+        let left_out = left_out.clone();
+        let canonical_root = canonical_root.clone();
+        move |entry: &ignore::DirEntry| -> bool {
+            let path = entry.path();
+            if entry.path_is_symlink() {
+                // Unresolvable links are reported by the walk itself, where it matters.
+                if let Ok(target) = path.canonicalize()
+                    && !target.starts_with(&canonical_root)
+                {
+                    let mut left = left_out.lock().unwrap_or_else(|e| e.into_inner());
+                    left.warnings
+                        .push(link_out(path, &target, "the walked folder"));
+                    return false;
+                }
+            }
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if is_dir && let Some(big) = oversized_ignore_files(path, false).first() {
+                let mut left = left_out.lock().unwrap_or_else(|e| e.into_inner());
+                left.errors.push(too_large_ignore(big));
+                return false;
+            }
+            true
+        }
+    };
     let walker = ignore::WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
-        .git_exclude(true)
-        .git_global(false)
+        .git_exclude(inside)
+        .git_global(inside)
         .ignore(false)
-        .parents(true)
-        // A .gitignore counts even outside a git checkout (a rendered tree copied elsewhere).
-        .require_git(false)
+        // In a repository, git's ignore files from its root down and none above it; outside
+        // one, those of the walked folder and below.
+        .parents(inside)
+        .require_git(inside)
         .follow_links(true)
+        .filter_entry(filter)
         .build();
+    let mut found = Vec::new();
     for entry in walker {
         match entry {
             Ok(entry) => {
                 let path = entry.path();
-                let is_file = entry.file_type().is_some_and(|t| t.is_file());
-                if !is_file || !has_manifest_extension(path) || is_excluded(path, root, exclude) {
+                let Some(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir()
+                    || !has_manifest_extension(path)
+                    || is_excluded(path, root, exclude)
+                {
+                    continue;
+                }
+                if !kind.is_file() {
+                    // Reading a FIFO with no writer would never end; a device never ends.
+                    out.warnings.push(InputError {
+                        path: display_path(path),
+                        message: format!("{}; not read", not_regular(&kind)),
+                    });
                     continue;
                 }
                 found.push(path.to_path_buf());
@@ -92,15 +323,18 @@ fn walk(root: &Path, exclude: &[String], files: &mut Vec<InputFile>, errors: &mu
                 {
                     continue;
                 }
-                errors.push(InputError {
+                out.errors.push(InputError {
                     path: error_path(&err).unwrap_or_else(|| display_path(root)),
                     message: err.to_string(),
                 });
             }
         }
     }
+    let left = std::mem::take(&mut *left_out.lock().unwrap_or_else(|e| e.into_inner()));
+    out.errors.extend(left.errors);
+    out.warnings.extend(left.warnings);
     found.sort();
-    files.extend(found.into_iter().map(|p| InputFile {
+    out.files.extend(found.into_iter().map(|p| InputFile {
         display: display_path(&p),
         origin: Origin::File(p),
     }));
@@ -142,19 +376,22 @@ fn has_manifest_extension(path: &Path) -> bool {
 }
 
 /// Whether `path` (under `root`) lies in an excluded folder: one named as a path relative to
-/// `root`, or as a single folder name anywhere in the path.
+/// `root`, or as a single folder name anywhere in the path. Entries that would exclude every
+/// folder are refused before the walk ([`exclude_problem`]) and never match here.
 pub fn is_excluded(path: &Path, root: &Path, exclude: &[String]) -> bool {
     let relative = path.strip_prefix(root).unwrap_or(path);
     exclude.iter().any(|ex| {
-        let ex = ex.trim_end_matches('/');
-        relative.starts_with(ex)
-            || relative
-                .components()
-                .any(|c| c.as_os_str().to_str() == Some(ex))
+        let ex = ex.trim().trim_end_matches('/');
+        let ex = ex.strip_prefix("./").unwrap_or(ex);
+        !ex.is_empty()
+            && (relative.starts_with(ex)
+                || relative
+                    .components()
+                    .any(|c| c.as_os_str().to_str() == Some(ex)))
     })
 }
 
-fn display_path(path: &Path) -> String {
+pub fn display_path(path: &Path) -> String {
     let text = path.to_string_lossy();
     text.strip_prefix("./").unwrap_or(&text).to_string()
 }
@@ -178,17 +415,65 @@ pub fn size(file: &InputFile) -> Option<usize> {
     }
 }
 
-/// Reads a file's bytes; standard input is read by the caller.
+fn too_large(limit: u64) -> String {
+    format!(
+        "larger than the {} MiB credlint reads from one file or standard input",
+        limit >> 20
+    )
+}
+
+/// Reads a regular file, refusing anything else and anything over `limit` bytes. A FIFO or a
+/// device is refused before it is opened; what is opened is checked again, and read no
+/// further than the limit, so a file swapped or growing meanwhile cannot make it unbounded.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let meta = std::fs::metadata(path).map_err(|e| describe_io(&e))?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta.file_type()));
+    }
+    if meta.len() > limit {
+        return Err(too_large(limit));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        // Opening a FIFO put in its place meanwhile must not wait for a writer.
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| describe_io(&e))?;
+    let meta = file.metadata().map_err(|e| describe_io(&e))?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta.file_type()));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| describe_io(&e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(limit));
+    }
+    Ok(bytes)
+}
+
+/// Reads standard input to its end, no further than the size cap.
+pub fn read_stdin() -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read standard input: {}", describe_io(&e)))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(too_large(MAX_INPUT_BYTES));
+    }
+    Ok(bytes)
+}
+
+/// Reads a file's bytes, bounded by the size cap.
 pub fn read(file: &InputFile) -> Result<Vec<u8>, String> {
     match &file.origin {
-        Origin::File(path) => std::fs::read(path).map_err(|e| describe_io(&e)),
+        Origin::File(path) => read_bounded(path, MAX_INPUT_BYTES),
         Origin::Memory(bytes) => Ok(bytes.as_ref().clone()),
-        Origin::Stdin => {
-            let mut buf = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
-                .map(|_| buf)
-                .map_err(|e| describe_io(&e))
-        }
+        Origin::Stdin => read_stdin(),
     }
 }
 
@@ -196,24 +481,92 @@ pub fn read(file: &InputFile) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn links_that_lead_nowhere_matter_only_under_a_manifest_name() {
-        let dir = std::env::temp_dir().join(format!("credlint-input-links-{}", std::process::id()));
+    fn temp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("credlint-input-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn links_that_lead_nowhere_matter_only_under_a_manifest_name() {
+        let dir = temp("links");
         std::fs::write(dir.join("a.yaml"), "a: 1\n").unwrap();
         std::os::unix::fs::symlink("self", dir.join("self")).unwrap();
         std::os::unix::fs::symlink("gone", dir.join("README.md")).unwrap();
-        let root = dir.to_string_lossy().into_owned();
-        let (files, errors) = collect(std::slice::from_ref(&root), &[]);
-        assert_eq!(files.len(), 1);
-        assert!(errors.is_empty(), "{errors:?}");
+        let root = dir.clone().into_os_string();
+        let got = collect(std::slice::from_ref(&root), &[]);
+        assert_eq!(got.files.len(), 1);
+        assert!(got.errors.is_empty(), "{:?}", got.errors);
         // A link to nowhere named like a manifest is a path that cannot be read.
         std::os::unix::fs::symlink("gone.yaml", dir.join("b.yaml")).unwrap();
-        let (files, errors) = collect(&[root], &[]);
-        assert_eq!(files.len(), 1);
-        assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(errors[0].path.ends_with("b.yaml"), "{errors:?}");
+        let got = collect(&[root], &[]);
+        assert_eq!(got.files.len(), 1);
+        assert_eq!(got.errors.len(), 1, "{:?}", got.errors);
+        assert!(got.errors[0].path.ends_with("b.yaml"), "{:?}", got.errors);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn links_out_of_the_walked_folder_are_named_not_followed() {
+        let dir = temp("out-links");
+        let outside = temp("out-links-target");
+        std::fs::write(outside.join("x.yaml"), "kind: Role\n").unwrap();
+        std::fs::create_dir_all(dir.join("in")).unwrap();
+        std::fs::write(dir.join("in/a.yaml"), "kind: Role\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("x.yaml"), dir.join("file.yaml")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("folder")).unwrap();
+        // A link that stays inside is followed.
+        std::os::unix::fs::symlink("in/a.yaml", dir.join("inside.yaml")).unwrap();
+        let got = collect(&[&dir], &[]);
+        let names: Vec<&str> = got.files.iter().map(|f| f.display.as_str()).collect();
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.contains("folder") && !n.ends_with("file.yaml"))
+        );
+        assert_eq!(got.files.len(), 2, "{names:?}");
+        assert_eq!(got.warnings.len(), 2, "{:?}", got.warnings);
+        for w in &got.warnings {
+            assert!(w.message.contains(&outside.display().to_string()), "{w:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&outside);
+    }
+
+    #[test]
+    fn reads_stop_at_the_cap_and_refuse_what_is_not_a_file() {
+        let dir = temp("cap");
+        let path = dir.join("big.yaml");
+        std::fs::write(&path, vec![b'a'; 100]).unwrap();
+        assert_eq!(read_bounded(&path, 100).map(|b| b.len()), Ok(100));
+        assert!(read_bounded(&path, 99).unwrap_err().contains("larger than"));
+        let err = read_bounded(Path::new("/dev/zero"), 100).unwrap_err();
+        assert!(err.contains("character device"), "{err}");
+        let err = read_bounded(&dir, 100).unwrap_err();
+        assert!(err.contains("folder"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn excludes_that_would_exclude_everything_are_refused() {
+        for bad in ["", " ", "/", "//", ".", "./", "/./"] {
+            assert!(exclude_problem(bad).is_some(), "{bad:?}");
+        }
+        for good in ["charts", "vendor/old", "./charts/", "/charts"] {
+            assert_eq!(exclude_problem(good), None, "{good:?}");
+        }
+        let root = Path::new("r");
+        assert!(is_excluded(
+            Path::new("r/charts/a.yaml"),
+            root,
+            &["./charts/".into()]
+        ));
+        assert!(!is_excluded(
+            Path::new("r/a.yaml"),
+            root,
+            &["".into(), "/".into()]
+        ));
     }
 }

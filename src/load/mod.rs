@@ -3,6 +3,7 @@
 
 pub mod block;
 pub mod input;
+pub mod json_stream;
 pub mod locate;
 pub mod source;
 pub mod yaml;

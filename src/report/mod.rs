@@ -39,7 +39,10 @@ impl Texts {
         if path == "-" {
             return self.stdin.clone();
         }
-        let bytes = std::fs::read(path).ok()?;
+        // Bounded as the run's own read was: the file may have changed since.
+        let bytes =
+            crate::load::input::read_bounded(path.as_ref(), crate::load::input::MAX_INPUT_BYTES)
+                .ok()?;
         // Invalid UTF-8 is shown as U+FFFD only where it stands; lines stay where they were.
         Some(match String::from_utf8(bytes) {
             Ok(text) => text,

@@ -7,6 +7,7 @@
 //! expression to find the nodes of the object that made it false.
 
 mod blame;
+mod cost;
 mod inline;
 mod inspect;
 pub mod reads;
@@ -33,6 +34,8 @@ pub struct Cel {
 /// A compiled expression: its syntax tree (standard macros expanded), evaluated in a context.
 pub struct Program {
     inner: Parsed,
+    /// For an expression from an untrusted file: the copy that runs under a cost budget.
+    metered: Option<Parsed>,
     text: String,
 }
 
@@ -66,6 +69,14 @@ impl std::fmt::Debug for Program {
 }
 
 impl Program {
+    /// Evaluates the program; one from an untrusted file within the cost budget.
+    fn execute(&self, ctx: &cel::Context) -> Result<Value, cel::ExecutionError> {
+        match &self.metered {
+            Some(metered) => cost::run(|| metered.execute(ctx)),
+            None => self.inner.execute(ctx),
+        }
+    }
+
     pub fn text(&self) -> &str {
         &self.text
     }
@@ -97,12 +108,14 @@ impl Cel {
         env.add_extension(cel::extensions::strings)
             .expect("the strings extension declares no conflicting overloads");
         regex::register(&mut env);
+        cost::register(&mut env);
         Cel { env: Arc::new(env) }
     }
 
     pub fn compile(&self, text: &str) -> Result<Program, String> {
         parse(text).map(|inner| Program {
             inner,
+            metered: None,
             text: text.to_string(),
         })
     }
@@ -130,6 +143,7 @@ impl Cel {
             .join()
             .map_err(|_| "the parser failed on this expression".to_string())?;
         parsed.map(|inner| Program {
+            metered: Some(Parsed(cost::metered(inner.expression()))),
             inner,
             text: text.to_string(),
         })
@@ -198,7 +212,7 @@ impl Cel {
             .collect();
         for (name, program) in variables {
             ctx.add_variable_from_value("variables", map_value(values.clone()));
-            if let Ok(value) = program.inner.execute(&ctx) {
+            if let Ok(value) = program.execute(&ctx) {
                 values.insert(Key::from(name.as_str()), value);
             }
         }
@@ -281,7 +295,7 @@ impl Bound {
     /// Evaluates a program compiled with [`Cel::compile_inlined`] (or one that uses no
     /// variables).
     pub fn check(&self, program: &Program) -> Verdict {
-        verdict(program.inner.execute(&self.ctx))
+        verdict(program.execute(&self.ctx))
     }
 
     /// The paths in `object` that make `program` false (its variables from `rules`).
@@ -349,12 +363,12 @@ pub struct Activation<'p> {
 
 impl Activation<'_> {
     pub fn check(&self, program: &Program) -> Verdict {
-        verdict(program.inner.execute(&self.ctx))
+        verdict(program.execute(&self.ctx))
     }
 
     /// Evaluates an expression that must give a string (a policy's messageExpression).
     pub fn string(&self, program: &Program) -> Result<String, String> {
-        match program.inner.execute(&self.ctx) {
+        match program.execute(&self.ctx) {
             Ok(Value::String(s)) => Ok(s.to_string()),
             Ok(other) => Err(format!(
                 "the expression gave {}, not a string",

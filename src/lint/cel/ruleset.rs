@@ -128,7 +128,7 @@ impl RuleSet {
                 continue;
             }
             let var = &self.vars[id];
-            if let Ok(value) = var.program.inner.execute(&bound.ctx) {
+            if let Ok(value) = var.program.execute(&bound.ctx) {
                 bound.ctx.add_variable_from_value(var.ident.clone(), value);
             }
         }

@@ -144,7 +144,11 @@ impl PolicySet {
     /// Reads the policy files and folders named on the command line (folders walked as `check`
     /// walks them).
     pub fn load(paths: &[String]) -> Result<PolicySet, Vec<InputError>> {
-        let (found, mut errors) = input::collect(paths, &[]);
+        let collected = input::collect(paths, &[]);
+        let found = collected.files;
+        // A policy left out (a link out of the folder, a FIFO) would silently not apply.
+        let mut errors = collected.errors;
+        errors.extend(collected.warnings);
         let mut files = Vec::new();
         for file in &found {
             match input::read(file) {

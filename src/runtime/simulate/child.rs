@@ -1,6 +1,12 @@
 //! Runs the program once, bounded: its own process group, output to files in the run folder
 //! (no pipe that a lingering grandchild could hold open), a deadline, and the whole group
 //! killed before the child is reaped on every path, so that no process of it outlives the run.
+//!
+//! A process group is not enough: a program can leave it (`setsid()`, a double fork). So
+//! credlint makes itself the subreaper of everything it starts (`PR_SET_CHILD_SUBREAPER`): a
+//! descendant whose parent dies becomes credlint's child, and after every run each such
+//! orphan (a child credlint did not start, in a process group other than credlint's own) is
+//! killed and reaped, round after round until none is left.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -11,6 +17,74 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::incluster::RunDir;
+
+/// The programs running now, on every thread: a child of credlint among them is no orphan.
+static RUNNING: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
+
+fn running() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes this process the subreaper of its descendants, once.
+fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes plain integers. Where the kernel
+        // refuses it, orphans go to init as before and killing the group is all there is.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+    });
+}
+
+/// The children of this process that it did not start: descendants of a program, orphaned and
+/// handed to the subreaper. Read from /proc: (pid, parent, process group).
+fn orphans(started: &[libc::pid_t]) -> Vec<libc::pid_t> {
+    // SAFETY: getpid and getpgrp have no preconditions.
+    let (me, my_group) = unsafe { (libc::getpid(), libc::getpgrp()) };
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|pid| !started.contains(pid))
+        .filter(|pid| {
+            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // After the command name, in parentheses that may hold anything: state, parent,
+            // process group.
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                return false;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let parent = fields.get(1).and_then(|f| f.parse::<libc::pid_t>().ok());
+            let group = fields.get(2).and_then(|f| f.parse::<libc::pid_t>().ok());
+            parent == Some(me) && group != Some(my_group)
+        })
+        .collect()
+}
+
+/// Kills and reaps every orphan, until none is left (a killed one's children are next). The
+/// list of running programs stays locked meanwhile, so no thread starts one half-way through.
+fn kill_orphans() {
+    for _ in 0..64 {
+        let started = running();
+        let found = orphans(&started);
+        if found.is_empty() {
+            return;
+        }
+        for pid in found {
+            // SAFETY: kill(2) and waitpid(2) on a child of ours that is not reaped yet, so
+            // its pid cannot have been reused.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+}
 
 /// How one run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +125,17 @@ struct Guard {
 }
 
 impl Guard {
+    fn start(command: &mut Command) -> Result<Guard, RunError> {
+        // Registered before another thread can look for orphans.
+        let mut started = running();
+        let child = command.spawn().map_err(RunError::Spawn)?;
+        started.push(libc::pid_t::try_from(child.id()).unwrap_or(0));
+        Ok(Guard {
+            child,
+            reaped: false,
+        })
+    }
+
     fn pgid(&self) -> libc::pid_t {
         libc::pid_t::try_from(self.child.id()).unwrap_or(0)
     }
@@ -90,7 +175,14 @@ impl Guard {
         self.kill_group();
         let status = self.child.wait();
         self.reaped = true;
+        self.unregister();
+        kill_orphans();
         status
+    }
+
+    fn unregister(&self) {
+        let pid = self.pgid();
+        running().retain(|&p| p != pid);
     }
 }
 
@@ -99,6 +191,8 @@ impl Drop for Guard {
         if !self.reaped {
             self.kill_group();
             let _ = self.child.wait();
+            self.unregister();
+            kill_orphans();
         }
     }
 }
@@ -151,10 +245,8 @@ pub fn resolve_python(
         .stdout(out)
         .stderr(Stdio::null())
         .process_group(0);
-    let mut guard = Guard {
-        child: command.spawn().map_err(RunError::Spawn)?,
-        reaped: false,
-    };
+    become_subreaper();
+    let mut guard = Guard::start(&mut command)?;
     let deadline = deadline_after(timeout);
     while !guard.exited() && deadline.is_none_or(|d| Instant::now() < d) {
         thread::sleep(Duration::from_millis(3));
@@ -192,10 +284,8 @@ pub fn run(
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0);
-    let mut guard = Guard {
-        child: command.spawn().map_err(RunError::Spawn)?,
-        reaped: false,
-    };
+    become_subreaper();
+    let mut guard = Guard::start(&mut command)?;
     let deadline = deadline_after(timeout);
     let exit = loop {
         if guard.exited() {
@@ -225,4 +315,59 @@ pub fn run(
         stderr,
         termination_message: String::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program whose grandchild leaves its session (`setsid`) and would sleep for a minute.
+    const ESCAPES: &str = r#"import os, sys, time
+pidfile = os.environ["CREDLINT_TEST_PIDFILE"]
+child = os.fork()
+if child == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open(pidfile + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(pidfile + ".tmp", pidfile)
+        time.sleep(60)
+    os._exit(0)
+os.waitpid(child, 0)
+while not os.path.exists(pidfile):
+    time.sleep(0.01)
+"#;
+
+    #[test]
+    fn a_program_that_leaves_its_session_does_not_outlive_the_run() {
+        let dir = RunDir::create().unwrap();
+        super::super::incluster::write_program(&dir, ESCAPES, "{}").unwrap();
+        let scratch = std::env::temp_dir().join(format!("credlint-escape-{}", std::process::id()));
+        let _ = fs::remove_file(&scratch);
+        let env = vec![
+            (
+                "PATH".to_string(),
+                std::env::var("PATH").unwrap_or_default(),
+            ),
+            (
+                "CREDLINT_TEST_PIDFILE".to_string(),
+                scratch.to_string_lossy().into_owned(),
+            ),
+        ];
+        let Ok(outcome) = run(Path::new("python3"), &dir, &env, Duration::from_secs(20)) else {
+            eprintln!("SKIPPED python3 is not installed");
+            return;
+        };
+        assert_eq!(outcome.exit, Exit::Code(0), "{}", outcome.stderr_tail);
+        let pid: i32 = fs::read_to_string(&scratch)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let _ = fs::remove_file(&scratch);
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "the escaped grandchild {pid} is still there"
+        );
+    }
 }
