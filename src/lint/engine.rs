@@ -11,6 +11,7 @@ use crate::lint::verdicts::{ObjectVerdicts, VerdictCache, Verdicts};
 use crate::load::input::{self, InputError, InputFile};
 use crate::load::locate::span_for;
 use crate::load::source::Source;
+use crate::load::stream;
 use crate::load::yaml::{self, Node, Parsed, Span};
 use crate::model::bundle::{self, Bundle, Member, MemberKind, Owner};
 use crate::model::members::{self, Keep};
@@ -404,38 +405,35 @@ impl Engine {
     }
 
     /// Lints one file's bytes. A document that is not UTF-8 is a `yaml-syntax` finding; the
-    /// file's other documents are still read.
+    /// file's other documents are still read. UTF-16 with a byte-order mark is decoded, as
+    /// go-yaml decodes it.
     fn lint_bytes(&self, file: usize, bytes: &[u8]) -> FileOut {
         // Decoding the bytes is the first step of the parse, and is timed with it.
         let started = std::time::Instant::now();
-        let decoded = std::str::from_utf8(bytes);
+        let decoded = stream::decode(bytes);
         let decoding = started.elapsed();
-        let mut out = match decoded {
-            Ok(text) => self.lint_text(file, text, &[]),
-            Err(_) => {
-                // Invalid bytes become '?', one for one, so offsets stay those of the file.
-                let mut invalid = Vec::new();
-                let mut clean = Vec::with_capacity(bytes.len());
-                for chunk in bytes.utf8_chunks() {
-                    clean.extend_from_slice(chunk.valid().as_bytes());
-                    for &b in chunk.invalid() {
-                        invalid.push((clean.len(), b));
-                        clean.push(b'?');
-                    }
-                }
-                let text = String::from_utf8(clean).unwrap_or_default();
-                self.lint_text(file, &text, &invalid)
-            }
-        };
+        let mut out = self.lint_decoded(file, &decoded);
         out.timings.parse += decoding;
         out
     }
 
-    fn lint_text(&self, file: usize, text: &str, invalid: &[(usize, u8)]) -> FileOut {
+    fn lint_decoded(&self, file: usize, decoded: &stream::Decoded) -> FileOut {
         let started = std::time::Instant::now();
-        let source = Source::new(file, text);
-        let ranges = yaml::document_ranges(text);
+        let ranges = decoded.ranges();
         let cut = started.elapsed();
+        let mut out = self.lint_ranges(file, &decoded.text, &ranges, decoded);
+        out.timings.parse += cut;
+        out
+    }
+
+    fn lint_ranges(
+        &self,
+        file: usize,
+        text: &str,
+        ranges: &[std::ops::Range<usize>],
+        decoded: &stream::Decoded,
+    ) -> FileOut {
+        let source = Source::new(file, text);
         // Consecutive documents in segments of about SEGMENT_BYTES, linted in parallel.
         let mut segments: Vec<std::ops::Range<usize>> = Vec::new();
         let mut start = 0;
@@ -446,11 +444,10 @@ impl Engine {
             }
         }
         let parts: Vec<(FileOut, Vec<usize>)> = each_segment(&segments, |seg| {
-            self.lint_documents(&source, &ranges[seg.clone()], invalid)
+            self.lint_documents(&source, &ranges[seg.clone()], decoded)
         });
         let mut out = FileOut::default();
         let mut header_lines = Vec::new();
-        out.timings.parse += cut;
         for (part, lines) in parts {
             out.timings.add(part.timings);
             out.findings.extend(part.findings);
@@ -482,7 +479,7 @@ impl Engine {
         &self,
         source: &Source,
         ranges: &[std::ops::Range<usize>],
-        invalid: &[(usize, u8)],
+        decoded: &stream::Decoded,
     ) -> (FileOut, Vec<usize>) {
         let text = source.text;
         let mut out = FileOut::default();
@@ -490,7 +487,7 @@ impl Engine {
         let mut header_lines = Vec::new();
         let mut waiting = Vec::new();
         for range in ranges.iter().cloned() {
-            if let Some(&(at, byte)) = invalid.iter().find(|(at, _)| range.contains(at)) {
+            if let Some((at, byte)) = decoded.invalid_in(&range) {
                 let loc = source.loc(Span::new(at, at + 1));
                 let message = format!(
                     "the document is not UTF-8 (byte 0x{byte:02X}); Kubernetes reads UTF-8 only"
@@ -504,7 +501,8 @@ impl Engine {
             let linting = std::time::Instant::now();
             for parsed in documents {
                 match parsed {
-                    Parsed::Error(e) => {
+                    // A document kubectl never reads is not linted: the cluster never sees it.
+                    Parsed::Error(e) | Parsed::Unread(e) => {
                         emit.add("yaml-syntax", source.loc(e.span), e.message, None, None);
                     }
                     Parsed::Document(doc) => {
@@ -866,7 +864,8 @@ fn fix_bundle_ids(findings: &mut [Finding], bundles: &[Bundle]) {
 /// Lints in-memory text, for tests and tools: one file, shown as `name`.
 pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, String> {
     let engine = Engine::new(options)?;
-    let mut out = engine.lint_text(0, text, &[]);
+    let decoded = stream::decode(text.as_bytes());
+    let mut out = engine.lint_decoded(0, &decoded);
     let bundles = bundle::assemble(std::mem::take(&mut out.members));
     let mut emit = Emit::new(engine.catalog);
     for b in &bundles {

@@ -5,4 +5,5 @@ pub mod block;
 pub mod input;
 pub mod locate;
 pub mod source;
+pub mod stream;
 pub mod yaml;
