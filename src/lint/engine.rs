@@ -304,7 +304,7 @@ impl Engine {
             let started = std::time::Instant::now();
             let bytes = input::read(&inputs[id])?;
             let read = started.elapsed();
-            let mut out = self.lint_bytes(id, &bytes);
+            let mut out = self.lint_bytes(id, &inputs[id].display, &bytes);
             out.timings.read += read;
             Ok(out)
         };
@@ -407,21 +407,21 @@ impl Engine {
     /// Lints one file's bytes. A document that is not UTF-8 is a `yaml-syntax` finding; the
     /// file's other documents are still read. UTF-16 with a byte-order mark is decoded, as
     /// go-yaml decodes it.
-    fn lint_bytes(&self, file: usize, bytes: &[u8]) -> FileOut {
+    fn lint_bytes(&self, file: usize, name: &str, bytes: &[u8]) -> FileOut {
         // Decoding the bytes is the first step of the parse, and is timed with it.
         let started = std::time::Instant::now();
         let decoded = stream::decode(bytes);
         let decoding = started.elapsed();
-        let mut out = self.lint_decoded(file, &decoded);
+        let mut out = self.lint_decoded(file, name, &decoded);
         out.timings.parse += decoding;
         out
     }
 
-    fn lint_decoded(&self, file: usize, decoded: &stream::Decoded) -> FileOut {
+    fn lint_decoded(&self, file: usize, name: &str, decoded: &stream::Decoded) -> FileOut {
         let started = std::time::Instant::now();
         let ranges = decoded.ranges();
         let cut = started.elapsed();
-        let mut out = self.lint_ranges(file, &decoded.text, &ranges, decoded);
+        let mut out = self.lint_ranges(file, name, &decoded.text, &ranges, decoded);
         out.timings.parse += cut;
         out
     }
@@ -429,11 +429,12 @@ impl Engine {
     fn lint_ranges(
         &self,
         file: usize,
+        name: &str,
         text: &str,
         ranges: &[std::ops::Range<usize>],
         decoded: &stream::Decoded,
     ) -> FileOut {
-        let source = Source::new(file, text);
+        let source = Source::new(file, text).named(name);
         // Consecutive documents in segments of about SEGMENT_BYTES, linted in parallel.
         let mut segments: Vec<std::ops::Range<usize>> = Vec::new();
         let mut start = 0;
@@ -865,7 +866,7 @@ fn fix_bundle_ids(findings: &mut [Finding], bundles: &[Bundle]) {
 pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, String> {
     let engine = Engine::new(options)?;
     let decoded = stream::decode(text.as_bytes());
-    let mut out = engine.lint_decoded(0, &decoded);
+    let mut out = engine.lint_decoded(0, name, &decoded);
     let bundles = bundle::assemble(std::mem::take(&mut out.members));
     let mut emit = Emit::new(engine.catalog);
     for b in &bundles {
