@@ -200,7 +200,7 @@ fn parse_one<'a>(name: &str, text: &'a str) -> Result<Node<'a>, String> {
     match yaml::parse(text).into_iter().next() {
         Some(Parsed::Document(d)) if d.duplicate_keys.is_empty() => Ok(d.root),
         Some(Parsed::Document(_)) => Err(format!("{name}: duplicate key")),
-        Some(Parsed::Error(e)) => Err(format!("{name}: {}", e.message)),
+        Some(Parsed::Error(e) | Parsed::Unread(e)) => Err(format!("{name}: {}", e.message)),
         None => Err(format!("{name}: empty")),
     }
 }

@@ -11,6 +11,7 @@ use crate::lint::verdicts::{ObjectVerdicts, VerdictCache, Verdicts};
 use crate::load::input::{self, InputError, InputFile};
 use crate::load::locate::span_for;
 use crate::load::source::Source;
+use crate::load::stream;
 use crate::load::yaml::{self, Node, Parsed, Span};
 use crate::model::bundle::{self, Bundle, Member, MemberKind, Owner};
 use crate::model::members::{self, Keep};
@@ -314,7 +315,7 @@ impl Engine {
             let started = std::time::Instant::now();
             let bytes = input::read(&inputs[id])?;
             let read = started.elapsed();
-            let mut out = self.lint_bytes(id, &bytes);
+            let mut out = self.lint_bytes(id, &inputs[id].display, &bytes);
             out.timings.read += read;
             Ok(out)
         };
@@ -415,59 +416,31 @@ impl Engine {
     }
 
     /// Lints one file's bytes. A document that is not UTF-8 is a `yaml-syntax` finding; the
-    /// file's other documents are still read.
-    fn lint_bytes(&self, file: usize, bytes: &[u8]) -> FileOut {
+    /// file's other documents are still read. UTF-16 with a byte-order mark is decoded, as
+    /// go-yaml decodes it.
+    fn lint_bytes(&self, file: usize, name: &str, bytes: &[u8]) -> FileOut {
         // Decoding the bytes is the first step of the parse, and is timed with it.
         let started = std::time::Instant::now();
-        let decoded = std::str::from_utf8(bytes);
+        let decoded = stream::decode(bytes);
         let decoding = started.elapsed();
-        let mut out = match decoded {
-            Ok(text) => self.lint_text(file, text, &[]),
-            Err(_) => {
-                // Invalid bytes become '?', one for one, so offsets stay those of the file.
-                let mut invalid = Vec::new();
-                let mut clean = Vec::with_capacity(bytes.len());
-                for chunk in bytes.utf8_chunks() {
-                    clean.extend_from_slice(chunk.valid().as_bytes());
-                    for &b in chunk.invalid() {
-                        invalid.push((clean.len(), b));
-                        clean.push(b'?');
-                    }
-                }
-                let text = String::from_utf8(clean).unwrap_or_default();
-                self.lint_text(file, &text, &invalid)
-            }
-        };
+        let mut out = self.lint_decoded(file, name, &decoded);
         out.timings.parse += decoding;
         out
     }
 
-    fn lint_text(&self, file: usize, text: &str, invalid: &[(usize, u8)]) -> FileOut {
+    fn lint_decoded(&self, file: usize, name: &str, decoded: &stream::Decoded) -> FileOut {
         let started = std::time::Instant::now();
-        let source = Source::new(file, text);
         // Concatenated JSON objects are documents one by one, as kubectl applies them.
-        let stream = crate::load::json_stream::objects(text);
+        let stream = crate::load::json_stream::objects(&decoded.text);
         let ranges = match &stream {
             Some(stream) => stream.objects.clone(),
-            None => yaml::document_ranges(text),
+            None => decoded.ranges(),
         };
         let cut = started.elapsed();
-        // Consecutive documents in segments of about SEGMENT_BYTES, linted in parallel.
-        let mut segments: Vec<std::ops::Range<usize>> = Vec::new();
-        let mut start = 0;
-        for (i, r) in ranges.iter().enumerate() {
-            if r.end - ranges[start].start >= SEGMENT_BYTES || i + 1 == ranges.len() {
-                segments.push(start..i + 1);
-                start = i + 1;
-            }
-        }
-        let parts: Vec<(FileOut, Vec<usize>)> = each_segment(&segments, |seg| {
-            self.lint_documents(&source, &ranges[seg.clone()], invalid)
-        });
-        let mut out = FileOut::default();
-        let mut header_lines = Vec::new();
+        let mut out = self.lint_ranges(file, name, &decoded.text, &ranges, decoded);
         out.timings.parse += cut;
         if let Some(at) = stream.and_then(|s| s.trailing) {
+            let source = Source::new(file, &decoded.text).named(name);
             let mut emit = Emit::new(self.catalog);
             let message = "after two or more JSON objects kubectl reads only JSON objects, and \
                            this is none: it stops here with an error";
@@ -480,6 +453,32 @@ impl Engine {
             );
             out.findings.extend(emit.findings);
         }
+        out
+    }
+
+    fn lint_ranges(
+        &self,
+        file: usize,
+        name: &str,
+        text: &str,
+        ranges: &[std::ops::Range<usize>],
+        decoded: &stream::Decoded,
+    ) -> FileOut {
+        let source = Source::new(file, text).named(name);
+        // Consecutive documents in segments of about SEGMENT_BYTES, linted in parallel.
+        let mut segments: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut start = 0;
+        for (i, r) in ranges.iter().enumerate() {
+            if r.end - ranges[start].start >= SEGMENT_BYTES || i + 1 == ranges.len() {
+                segments.push(start..i + 1);
+                start = i + 1;
+            }
+        }
+        let parts: Vec<(FileOut, Vec<usize>)> = each_segment(&segments, |seg| {
+            self.lint_documents(&source, &ranges[seg.clone()], decoded)
+        });
+        let mut out = FileOut::default();
+        let mut header_lines = Vec::new();
         for (part, lines) in parts {
             out.timings.add(part.timings);
             out.findings.extend(part.findings);
@@ -511,7 +510,7 @@ impl Engine {
         &self,
         source: &Source,
         ranges: &[std::ops::Range<usize>],
-        invalid: &[(usize, u8)],
+        decoded: &stream::Decoded,
     ) -> (FileOut, Vec<usize>) {
         let text = source.text;
         let mut out = FileOut::default();
@@ -519,7 +518,7 @@ impl Engine {
         let mut header_lines = Vec::new();
         let mut waiting = Vec::new();
         for range in ranges.iter().cloned() {
-            if let Some(&(at, byte)) = invalid.iter().find(|(at, _)| range.contains(at)) {
+            if let Some((at, byte)) = decoded.invalid_in(&range) {
                 let loc = source.loc(Span::new(at, at + 1));
                 let message = format!(
                     "the document is not UTF-8 (byte 0x{byte:02X}); Kubernetes reads UTF-8 only"
@@ -533,7 +532,8 @@ impl Engine {
             let linting = std::time::Instant::now();
             for parsed in documents {
                 match parsed {
-                    Parsed::Error(e) => {
+                    // A document kubectl never reads is not linted: the cluster never sees it.
+                    Parsed::Error(e) | Parsed::Unread(e) => {
                         emit.add("yaml-syntax", source.loc(e.span), e.message, None, None);
                     }
                     Parsed::Document(doc) => {
@@ -908,7 +908,8 @@ fn fix_bundle_ids(findings: &mut [Finding], bundles: &[Bundle]) {
 /// Lints in-memory text, for tests and tools: one file, shown as `name`.
 pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, String> {
     let engine = Engine::new(options)?;
-    let mut out = engine.lint_text(0, text, &[]);
+    let decoded = stream::decode(text.as_bytes());
+    let mut out = engine.lint_decoded(0, name, &decoded);
     let bundles = bundle::assemble(std::mem::take(&mut out.members));
     let mut emit = Emit::new(engine.catalog);
     for b in &bundles {

@@ -6,4 +6,5 @@ pub mod input;
 pub mod json_stream;
 pub mod locate;
 pub mod source;
+pub mod stream;
 pub mod yaml;

@@ -20,7 +20,14 @@ impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
         let mut starts = Vec::with_capacity(text.len() / 32 + 1);
         starts.push(0);
-        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| (i + 1) as u32));
+        // A lone CR ends a line too, as it does for YAML and for detect-secrets (Python's
+        // universal newlines); CR LF is one line end.
+        let bytes = text.as_bytes();
+        starts.extend(
+            memchr::memchr2_iter(b'\n', b'\r', bytes)
+                .filter(|&i| bytes[i] == b'\n' || bytes.get(i + 1) != Some(&b'\n'))
+                .map(|i| (i + 1) as u32),
+        );
         let mut chars_before_block = Vec::with_capacity(text.len() / CHAR_BLOCK + 1);
         let mut chars = 0u32;
         for block in text.as_bytes().chunks(CHAR_BLOCK) {
@@ -150,6 +157,9 @@ pub struct Source<'t> {
     pub file: usize,
     pub text: &'t str,
     pub lines: LineIndex,
+    /// Whether the file's name ends in `.yaml`, for which detect-secrets reads `#` comments
+    /// only (for `.yml`, `.json` and the rest, the comment markers of many languages).
+    pub yaml_name: bool,
 }
 
 impl<'t> Source<'t> {
@@ -158,7 +168,14 @@ impl<'t> Source<'t> {
             file,
             text,
             lines: LineIndex::new(text),
+            yaml_name: true,
         }
+    }
+
+    /// The same source, for a file shown as `name`.
+    pub fn named(mut self, name: &str) -> Self {
+        self.yaml_name = name.ends_with(".yaml");
+        self
     }
 
     pub fn loc(&self, span: Span) -> Loc {
@@ -272,5 +289,16 @@ mod tests {
         let text = "a\r\nbc\r\n";
         let source = Source::new(0, text);
         assert_eq!(&text[source.line_span(1).unwrap().range()], "bc");
+    }
+
+    #[test]
+    fn a_lone_cr_ends_a_line() {
+        let text = "a\rbc\r\nd\re";
+        let source = Source::new(0, text);
+        let lines: Vec<&str> = (0..source.lines.line_count())
+            .map(|l| &text[source.line_span(l).unwrap().range()])
+            .collect();
+        assert_eq!(lines, ["a", "bc", "d", "e"]);
+        assert_eq!(source.loc(Span::new(9, 10)).line, 4);
     }
 }

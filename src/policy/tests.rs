@@ -15,7 +15,7 @@ fn read_back(text: &str) -> Vec<Y> {
         .into_iter()
         .map(|p| match p {
             Parsed::Document(d) => Y::from_node(&d.root),
-            Parsed::Error(e) => panic!("{e:?}\n{text}"),
+            Parsed::Error(e) | Parsed::Unread(e) => panic!("{e:?}\n{text}"),
         })
         .collect()
 }

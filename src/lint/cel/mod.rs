@@ -95,6 +95,36 @@ pub enum Verdict {
     Error(String),
 }
 
+/// `x.orValue(d)`: the value of an optional that has one, `d` for an empty one, and `x`
+/// itself for anything else.
+fn or_value<'b, 'v>(
+    mut args: Vec<cel::common::value::CowVal<'b, 'v>>,
+) -> Result<cel::common::value::CowVal<'b, 'v>, cel::ExecutionError> {
+    use cel::common::types::CelOptional;
+    use cel::common::value::CowVal;
+    let (Some(default), Some(this)) = (args.pop(), args.pop()) else {
+        return Err(cel::ExecutionError::function_error(
+            "orValue",
+            "takes one argument",
+        ));
+    };
+    let inner = match &this {
+        CowVal::Borrowed(v) => {
+            let v: &'b (dyn cel::common::value::Val + 'v) = *v;
+            v.downcast_ref::<CelOptional>()
+                .map(|o| o.option().map(CowVal::Borrowed))
+        }
+        CowVal::Owned(b) => b
+            .downcast_ref::<CelOptional>()
+            .map(|o| o.option().map(|v| CowVal::Owned(v.clone_as_boxed()))),
+    };
+    Ok(match inner {
+        None => this,
+        Some(Some(value)) => value,
+        Some(None) => default,
+    })
+}
+
 impl Default for Cel {
     fn default() -> Self {
         Cel::new()
@@ -103,7 +133,21 @@ impl Default for Cel {
 
 impl Cel {
     pub fn new() -> Cel {
-        let mut env = cel::Env::stdlib();
+        // Kyverno's CEL (1.19+, OrValueCompatEnvOptions) keeps what cel-go did up to v0.27:
+        // `x.orValue(d)` on a value that is not optional is `x`. The crate's own overload
+        // takes every receiver and refuses those, so this one is declared first and does
+        // both; the arguments are evaluated before the call, so an error in either side is
+        // the result.
+        let mut env = cel::Env::default();
+        env.add_member_overload(
+            "orValue",
+            "or_value_of_any",
+            cel::common::types::DYN_TYPE,
+            vec![cel::common::types::DYN_TYPE],
+            or_value,
+        )
+        .expect("orValue is declared before the standard library");
+        let mut env = env.with_stdlib();
         // The strings extension is part of both Kubernetes' and Kyverno's CEL.
         env.add_extension(cel::extensions::strings)
             .expect("the strings extension declares no conflicting overloads");

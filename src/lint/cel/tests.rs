@@ -359,3 +359,53 @@ fn a_key_on_a_union_decides_the_key_of_each_part() {
 fn root_owned(text: &str) -> Node<'static> {
     root(Box::leak(text.to_string().into_boxed_str()))
 }
+
+/// `orValue` on a value that is not optional, as Kyverno (1.19+) evaluates it: the value
+/// itself; both sides are evaluated, so an error in either is the result.
+#[test]
+fn or_value_on_a_plain_value_is_that_value() {
+    let pod = "kind: Pod\nspec:\n  containers:\n    - name: a\n      securityContext:\n        capabilities:\n          drop: [ALL]\n";
+    let verdict = |expr: &str| run(pod, &[], expr).0;
+    for (expr, expected) in [
+        // A list and a map reached with `.field` are plain values.
+        (
+            "object.spec.containers.orValue([]).size() == 1",
+            Verdict::Pass,
+        ),
+        (
+            "object.spec.containers.all(c, c.securityContext.capabilities.drop.orValue([]).exists(d, d == 'ALL'))",
+            Verdict::Pass,
+        ),
+        (
+            "object.spec.orValue({}).containers.size() == 1",
+            Verdict::Pass,
+        ),
+        ("'x'.orValue('y') == 'x'", Verdict::Pass),
+        ("1.orValue(2) == 1", Verdict::Pass),
+        // Optionals keep their meaning.
+        ("optional.of(1).orValue(2) == 1", Verdict::Pass),
+        ("optional.none().orValue(2) == 2", Verdict::Pass),
+        (
+            "object.spec.?hostPID.orValue(false) == false",
+            Verdict::Pass,
+        ),
+    ] {
+        assert_eq!(verdict(expr), expected, "{expr}");
+    }
+    // An error on either side is the result, as is a missing field before `orValue`.
+    for expr in [
+        "object.spec.containers.orValue(1 / 0).size() == 1",
+        "object.spec.hostPID.orValue(false) == false",
+        "(1 / 0).orValue(2) == 2",
+    ] {
+        assert!(matches!(verdict(expr), Verdict::Error(_)), "{expr}");
+    }
+    // The other optional functions stay errors on a plain value.
+    for expr in [
+        "object.spec.containers.hasValue()",
+        "object.spec.containers.value().size() == 1",
+        "object.spec.containers.or(optional.none()).hasValue()",
+    ] {
+        assert!(matches!(verdict(expr), Verdict::Error(_)), "{expr}");
+    }
+}

@@ -23,12 +23,66 @@ fn any_pragma() -> &'static Regex {
     })
 }
 
-/// The header form ADR-072 writes: a YAML comment after the block indicator.
-fn header_pragma() -> &'static Regex {
+/// The header line ADR-072 writes, and the only one that carries a pragma: the key line of
+/// `create.py`, holding the key, the block indicator (with its indentation and chomping
+/// indicators) and the pragma comment, and nothing else. The indicator may stand on the next
+/// line instead (detect-secrets reads the comment of the key line). Spaces only: a tab before
+/// the `#` makes detect-secrets' YAML reader (PyYAML) refuse the file, and a tab inside the
+/// comment cuts the comment it reads short.
+fn header_form() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(&format!(r"[ \t]+# *{SAME_LINE}")).expect("the header pattern is valid")
+        Regex::new(&format!(
+            r#"^ *(?:create\.py|"create\.py"|'create\.py') *:(?: +\|(?:[1-9][-+]?|[-+][1-9]?)?)? +# *{SAME_LINE}[ \t]*\r?$"#
+        ))
+        .expect("the header pattern is valid")
     })
+}
+
+/// Whether detect-secrets 1.5.0 honours a pragma of `line`: its same-line form allowlists the
+/// line, its next-line form the line after (and only with nothing but blanks before the
+/// comment). A `.yaml` file is read for `#` comments only; any other name for the comment
+/// markers of many languages.
+fn honoured(yaml_name: bool, line: &str, next_line: bool) -> bool {
+    static YAML: OnceLock<[Regex; 2]> = OnceLock::new();
+    static OTHER: OnceLock<[Regex; 2]> = OnceLock::new();
+    let comments: &[(&str, &str)] = if yaml_name {
+        &[("#", "")]
+    } else {
+        &[
+            ("#", ""),
+            ("//", ""),
+            (r"/\*", r" *\*/"),
+            ("'", ""),
+            ("--", ""),
+            (r"<!--[# \t]*?", " *?-->"),
+        ]
+    };
+    let build = || {
+        let alternatives = |next: bool| {
+            comments
+                .iter()
+                .map(|(start, end)| {
+                    if next {
+                        format!(r"^[ \t]*{start} *{NEXT_LINE}.*?{end}[ \t]*$")
+                    } else {
+                        format!(r"[ \t]*{start} *{SAME_LINE}.*?{end}[ \t]*$")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        [
+            Regex::new(&alternatives(false)).expect("valid"),
+            Regex::new(&alternatives(true)).expect("valid"),
+        ]
+    };
+    let set = if yaml_name {
+        YAML.get_or_init(build)
+    } else {
+        OTHER.get_or_init(build)
+    };
+    set[usize::from(next_line)].is_match(line.trim_end_matches('\r'))
 }
 
 /// Checks create.py of a credentials ConfigMap. Returns the 0-based line where the pragma
@@ -77,15 +131,39 @@ pub fn check_script(
         return matches!(node.style, Style::Folded)
             .then(|| source.lines.line_of(entry.key_span.start()));
     }
-    let header = LiteralBlock::of(source, node)?.header_line()?;
+    // The header is the key line, as detect-secrets reads it.
+    LiteralBlock::of(source, node)?;
+    let header = source.lines.line_of(entry.key_span.start());
     let line = source.line_span(header)?;
     let line_text = &source.text[line.range()];
-    if !header_pragma().is_match(line_text) {
-        out.push((
+    if header_form().is_match(line_text) {
+        return Some(header);
+    }
+    match any_pragma().find(line_text) {
+        None => out.push((
             "pragma-missing",
             header_span(source, entry.key_span, node.span),
-            "the create.py header line lacks `# pragma: allowlist secret`".into(),
-        ));
+            "the create.py header line (the line of the key) lacks `# pragma: allowlist secret`"
+                .into(),
+        )),
+        // A pragma on the header with more beside it: detect-secrets skips the whole line.
+        Some(m) => {
+            let effect = if honoured(source.yaml_name, line_text, false) {
+                "hides this whole line from detect-secrets"
+            } else {
+                "is not honoured by detect-secrets in this form, so the script is not allowlisted"
+            };
+            out.push((
+                "pragma-misplaced",
+                Span::new(line.start() + m.start(), line.start() + m.end()),
+                format!(
+                    "`{}` {effect}: the create.py header line must hold the key, the block \
+                     indicator and `# pragma: allowlist secret` with spaces between them, and \
+                     nothing else",
+                    m.as_str()
+                ),
+            ));
+        }
     }
     Some(header)
 }
@@ -121,17 +199,20 @@ pub fn misplaced_pragmas(
         if !next_line && allowed_lines.contains(&line) {
             continue;
         }
-        let hides = if next_line {
-            "the next line"
-        } else {
-            "this line"
+        let line_text = source
+            .line_span(line)
+            .map_or("", |span| &source.text[span.range()]);
+        let effect = match (honoured(source.yaml_name, line_text, next_line), next_line) {
+            (true, true) => "hides the next line from detect-secrets",
+            (true, false) => "hides this line from detect-secrets",
+            (false, _) => "is not honoured by detect-secrets in this form, yet reads as one",
         };
         out.push((
             "pragma-misplaced",
             Span::new(start, end),
             format!(
-                "`{}` hides {hides} from detect-secrets; only the create.py header line of a \
-                 credentials ConfigMap carries the allowlist pragma",
+                "`{}` {effect}; only the create.py header line of a credentials ConfigMap \
+                 carries the allowlist pragma",
                 m.as_str()
             ),
         ));

@@ -188,7 +188,7 @@ impl PolicySet {
         for parsed in yaml::parse(text) {
             let doc = match parsed {
                 Parsed::Document(doc) => doc,
-                Parsed::Error(e) => {
+                Parsed::Error(e) | Parsed::Unread(e) => {
                     self.policy_documents += 1;
                     self.unsupported.push(Unsupported {
                         file,

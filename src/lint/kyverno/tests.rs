@@ -483,3 +483,104 @@ fn mangled_policies_never_panic() {
     }]);
     let _ = report::unsupported_findings(&s, 0);
 }
+
+/// A pod policy with one validation, failing closed.
+fn pod_policy(name: &str, expression: &str) -> String {
+    POD_POLICY
+        .replace("no-host-network", name)
+        .replace(
+            "\"!has(object.spec.hostNetwork) || object.spec.hostNetwork == false\"",
+            &format!("{expression:?}"),
+        )
+        .replace("  validations:", "  failurePolicy: Fail\n  validations:")
+}
+
+/// The shapes of the four Kyverno library policies whose test suites `check --policy` once
+/// disagreed with: `orValue` called on a list or map reached with `.field`, not an optional.
+/// Kyverno 1.19+ evaluates it to that value, so these objects are admitted or denied on their
+/// merits, never denied for an evaluation error.
+#[test]
+fn or_value_on_plain_values_decides_as_kyverno_does() {
+    let capabilities = pod_policy(
+        "drop-all",
+        "object.spec.containers.orValue([]).all(c, has(c.securityContext) && \
+         has(c.securityContext.capabilities) && \
+         c.securityContext.capabilities.drop.orValue([]).exists(d, d == 'ALL'))",
+    );
+    let read_only_host_path = pod_policy(
+        "read-only-host-path",
+        "object.spec.volumes.orValue([]).filter(v, has(v.hostPath)).all(v, \
+         object.spec.containers.all(c, !has(c.volumeMounts) || \
+         c.volumeMounts.orValue([]).filter(m, m.name == v.name).all(m, has(m.readOnly) && m.readOnly)))",
+    );
+    let empty_dir_limits = pod_policy(
+        "empty-dir-limits",
+        "!object.spec.volumes.orValue([]).exists(v, has(v.emptyDir)) || \
+         object.spec.containers.all(c, has(c.resources) && has(c.resources.limits) && \
+         'ephemeral-storage' in c.resources.limits.orValue({}))",
+    );
+    let guaranteed = pod_policy(
+        "guaranteed",
+        "object.spec.containers.all(c, has(c.resources) && has(c.resources.requests) && \
+         has(c.resources.limits) && c.resources.requests.orValue({}) == c.resources.limits.orValue({}))",
+    );
+    let pod = |spec: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns\nspec:\n{spec}")
+    };
+    let cases = [
+        (
+            &capabilities,
+            "  containers:\n  - name: a\n    securityContext:\n      capabilities:\n        drop: [ALL]\n",
+            false,
+        ),
+        (
+            &capabilities,
+            "  containers:\n  - name: a\n    securityContext:\n      capabilities:\n        drop: [NET_RAW]\n",
+            true,
+        ),
+        (
+            &read_only_host_path,
+            "  volumes:\n  - name: h\n    hostPath: {path: /x}\n  containers:\n  - name: a\n    volumeMounts:\n    - {name: h, mountPath: /x, readOnly: true}\n",
+            false,
+        ),
+        (
+            &read_only_host_path,
+            "  volumes:\n  - name: h\n    hostPath: {path: /x}\n  containers:\n  - name: a\n    volumeMounts:\n    - {name: h, mountPath: /x}\n",
+            true,
+        ),
+        (
+            &empty_dir_limits,
+            "  volumes:\n  - name: e\n    emptyDir: {}\n  containers:\n  - name: a\n    resources:\n      limits: {ephemeral-storage: 1Gi}\n",
+            false,
+        ),
+        (
+            &empty_dir_limits,
+            "  volumes:\n  - name: e\n    emptyDir: {}\n  containers:\n  - name: a\n    resources:\n      limits: {memory: 1Gi}\n",
+            true,
+        ),
+        (
+            &guaranteed,
+            "  containers:\n  - name: a\n    resources:\n      requests: {cpu: '1', memory: 1Gi}\n      limits: {cpu: '1', memory: 1Gi}\n",
+            false,
+        ),
+        (
+            &guaranteed,
+            "  containers:\n  - name: a\n    resources:\n      requests: {cpu: '1'}\n      limits: {cpu: '2'}\n",
+            true,
+        ),
+    ];
+    for (policy, spec, denied) in cases {
+        let verdict = decide(policy, &pod(spec));
+        match (&verdict, denied) {
+            (Verdict::Admitted, false) => {}
+            (Verdict::Denied(d), true) => {
+                assert!(
+                    d.iter()
+                        .all(|d| !d.message.contains("could not be evaluated")),
+                    "denied for an error, not on its merits: {d:?}"
+                );
+            }
+            _ => panic!("{policy}\n{spec}: {verdict:?}"),
+        }
+    }
+}

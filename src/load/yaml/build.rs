@@ -59,7 +59,7 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
         let span = Span::new(base + range.start, base + range.end);
         match event {
             Event::StreamStart | Event::StreamEnd => {}
-            Event::DocumentStart(..) => builder = Some(Builder::new(span.start(), &aliases)),
+            Event::DocumentStart(..) => builder = Some(Builder::new(span.start(), &aliases, text)),
             Event::DocumentEnd => {
                 if let Some(b) = builder.take() {
                     let end = span.end();
@@ -86,6 +86,23 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
             }
         }
     }
+}
+
+/// Where the double-quoted scalar at `span` writes `\/`, an escape of YAML 1.2 only.
+fn slash_escape(source: &str, span: Span) -> Option<usize> {
+    let bytes = source.as_bytes().get(span.range())?;
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        if bytes[i] == b'\\' {
+            if bytes[i + 1] == b'/' {
+                return Some(span.start() + i);
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    None
 }
 
 fn is_tab_error(kind: &granit_parser::ErrorKind) -> bool {
@@ -272,6 +289,8 @@ enum PendingKey<'a> {
 
 struct Builder<'a, 'n> {
     start: usize,
+    /// The whole text the spans are offsets into.
+    source: &'a str,
     stack: Vec<Frame<'a>>,
     root: Option<Node<'a>>,
     aliases: &'n AliasNames<'a>,
@@ -290,7 +309,8 @@ struct Builder<'a, 'n> {
 }
 
 const TAB_MESSAGE: &str = "a tab stands where go-yaml v2, and so kubectl, Helm and Argo CD, \
-                           accept only spaces: to indent, or after `-`, `?` or `:`";
+                           accept only spaces: to indent, or after `-`, `?` or the `:` of a \
+                           `?` key";
 
 /// The first tab of `range` that go-yaml v2 refuses, though the YAML 1.2 parser accepts it.
 /// go-yaml's scanner skips a tab only inside a flow collection or where no simple key may
@@ -333,7 +353,13 @@ fn misplaced_tab(
         let last_at = line_start + before.len() - last.len_utf8();
         let marker =
             (before.starts_with("---") || before.starts_with("...")) && last_at < line_start + 3;
-        if matches!(last, '-' | '?' | ':') && !inside(last_at) && !marker {
+        // After the `:` of a simple key go-yaml allows no key to start, so it skips the tab;
+        // only the `:` of an explicit (`?`) key, first on its line, is followed by none.
+        let simple_value = last == ':'
+            && !before[..before.len() - 1]
+                .chars()
+                .all(|c| matches!(c, ' ' | '\t' | '-' | '?'));
+        if matches!(last, '-' | '?' | ':') && !inside(last_at) && !marker && !simple_value {
             return Some(at);
         }
     }
@@ -371,9 +397,10 @@ fn alias_bomb(span: Span) -> SyntaxError {
 }
 
 impl<'a, 'n> Builder<'a, 'n> {
-    fn new(start: usize, aliases: &'n AliasNames<'a>) -> Self {
+    fn new(start: usize, aliases: &'n AliasNames<'a>, source: &'a str) -> Self {
         Builder {
             start,
+            source,
             stack: Vec::new(),
             root: None,
             aliases,
@@ -408,10 +435,37 @@ impl<'a, 'n> Builder<'a, 'n> {
         }
         match event {
             Event::Scalar(text, style, anchor, tag) => {
-                let core = tag.as_ref().map(|t| CoreTag::from_suffix(t.core_suffix()));
+                // `core_suffix` knows the seven YAML 1.2 names only; go-yaml also resolves
+                // `!!binary`, `!!timestamp` and `!!merge`.
+                let core = tag.as_ref().map(|t| {
+                    CoreTag::from_suffix(t.suffix_in_namespace("tag:yaml.org,2002:").as_deref())
+                });
                 let plain = style == ScalarStyle::Plain;
+                // go-yaml merges at `<<` written plain and untagged, or tagged `!!merge`;
+                // `!!merge` on any other text is just that text.
                 let merge_marker =
-                    (plain && tag.is_none() && text == "<<") || core == Some(CoreTag::Merge);
+                    text == "<<" && ((plain && tag.is_none()) || core == Some(CoreTag::Merge));
+                let is_key = matches!(self.stack.last(), Some(Frame::Map { key: None, .. }));
+                if is_key && resolve::is_uint64(&text, plain, core) {
+                    return Err(SyntaxError {
+                        span,
+                        message: format!(
+                            "the key `{text}` is an integer beyond int64: sigs.k8s.io/yaml \
+                             cannot turn it into a JSON key, so kubectl, Helm and Argo CD \
+                             refuse the file (quote it)"
+                        ),
+                    });
+                }
+                if style == ScalarStyle::DoubleQuoted
+                    && let Some(at) = slash_escape(self.source, span)
+                {
+                    return Err(SyntaxError {
+                        span: Span::new(at, at + 2),
+                        message: "go-yaml v2 (YAML 1.1) has no `\\/` escape, so kubectl, Helm \
+                                  and Argo CD refuse the file: write `/`"
+                            .into(),
+                    });
+                }
                 let value = resolve::resolve(text, plain, core)
                     .map_err(|message| SyntaxError { span, message })?;
                 let node = Node {
@@ -426,6 +480,18 @@ impl<'a, 'n> Builder<'a, 'n> {
                 Ok(())
             }
             Event::Anchor(id, name) => {
+                if let Some(bad) = name
+                    .chars()
+                    .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+                {
+                    return Err(SyntaxError {
+                        span,
+                        message: format!(
+                            "go-yaml v2 allows only letters, digits, `_` and `-` in an anchor \
+                             name, so kubectl, Helm and Argo CD refuse `{bad}` in `&{name}`"
+                        ),
+                    });
+                }
                 let referenced = self.aliases.may_refer_to(&name);
                 if let Some((pending, node)) = self.pending_scalar.take()
                     && pending == id
@@ -561,6 +627,28 @@ impl<'a, 'n> Builder<'a, 'n> {
         anchor: AnchorMark,
         merge_marker: bool,
     ) -> Result<(), SyntaxError> {
+        let is_key = matches!(self.stack.last(), Some(Frame::Map { key: None, .. }));
+        if let Value::Float(f) = node.value
+            && !f.is_finite()
+            && !is_key
+        {
+            // A key becomes the string `.inf`; a value reaches encoding/json, which has no
+            // such number.
+            return Err(SyntaxError {
+                span: node.span,
+                message: format!(
+                    "JSON has no number {}: kubectl, Helm and Argo CD refuse the whole file \
+                     (json: unsupported value); quote it if a string is meant",
+                    if f.is_nan() {
+                        "NaN"
+                    } else if f > 0.0 {
+                        "+Inf"
+                    } else {
+                        "-Inf"
+                    }
+                ),
+            });
+        }
         let mut too_large = anchor.too_large;
         if anchor.id != 0 && anchor.referenced {
             if too_large {

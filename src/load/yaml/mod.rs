@@ -47,6 +47,11 @@ pub struct SyntaxError {
 pub enum Parsed<'a> {
     Document(Document<'a>),
     Error(SyntaxError),
+    /// A document kubectl, Helm and Argo CD never read, though they accept the file: go-yaml
+    /// reads one document from each part between `---` lines, and this one is not the first
+    /// of its part (it follows `...`, or a lone CR ends the lines before it). Its span is its
+    /// first line.
+    Unread(SyntaxError),
 }
 
 /// The byte ranges of the documents in `text`, cut at `---` lines. Each range can be parsed on
@@ -58,7 +63,7 @@ pub fn document_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
 /// Parses one range from [`document_ranges`]. Spans are offsets into `text`.
 pub fn parse_range(text: &str, range: std::ops::Range<usize>) -> Vec<Parsed<'_>> {
     let mut out = Vec::new();
-    build::parse_chunk(text, range, &mut out);
+    read_part(text, range, &mut out);
     out
 }
 
@@ -66,9 +71,86 @@ pub fn parse_range(text: &str, range: std::ops::Range<usize>) -> Vec<Parsed<'_>>
 pub fn parse(text: &str) -> Vec<Parsed<'_>> {
     let mut out = Vec::new();
     for range in split::document_ranges(text) {
-        build::parse_chunk(text, range, &mut out);
+        read_part(text, range, &mut out);
     }
     out
+}
+
+/// One part of a file, as apimachinery hands it to go-yaml's `Unmarshal`: the marker line
+/// that cut it is not in it, a line that starts with `---` and holds more than a comment after
+/// the marker is refused, so is a part that opens with `...`, and only the first document of
+/// the part is read.
+fn read_part<'a>(text: &'a str, mut range: std::ops::Range<usize>, out: &mut Vec<Parsed<'a>>) {
+    let mut refused = None;
+    if let Some(from) = split::marker_that_cut(text, &range) {
+        refused = split::bad_marker(text, range.start);
+        range.start = from;
+    }
+    // A marker line right after the one that cut (or first in the file) stays in the part.
+    if refused.is_none() && text[range.clone()].starts_with("---") {
+        refused = split::bad_marker(text, range.start);
+    }
+    match refused {
+        // The rest of the part is still read, so that its objects are linted.
+        Some(error) => out.push(Parsed::Error(error)),
+        None => {
+            if let Some(error) = split::leading_end_marker(text, &range) {
+                out.push(Parsed::Error(error));
+                return;
+            }
+        }
+    }
+    let from = out.len();
+    build::parse_chunk(text, range, out);
+    let tail = out.split_off(from);
+    unread_after_first(text, tail, out);
+}
+
+/// Moves the documents of a part to `out`, every one after the first as [`Parsed::Unread`]
+/// (empty ones left out): go-yaml stops reading after the first.
+fn unread_after_first<'a>(text: &str, part: Vec<Parsed<'a>>, out: &mut Vec<Parsed<'a>>) {
+    let mut read = false;
+    for parsed in part {
+        if !read {
+            read = matches!(parsed, Parsed::Document(_) | Parsed::Error(_));
+            out.push(parsed);
+            continue;
+        }
+        let span = match &parsed {
+            Parsed::Document(d) if d.root.is_null() => continue,
+            Parsed::Document(d) => d.root.span,
+            Parsed::Error(e) | Parsed::Unread(e) => e.span,
+        };
+        let line_end = text[span.start()..]
+            .find(['\n', '\r'])
+            .map_or(text.len(), |i| span.start() + i);
+        let before = &text[..span.start()];
+        let lone_cr = before
+            .rfind(['\n', '\r'])
+            .is_some_and(|i| text.as_bytes()[i] == b'\r');
+        // Within a part of a UTF-8 file every `---` line is a cut, so a marker line before
+        // the document means a file whose line breaks apimachinery does not see.
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let previous_start = before[..line_start.saturating_sub(1)]
+            .rfind('\n')
+            .map_or(0, |i| i + 1);
+        let marker =
+            text[line_start..].starts_with("---") || before[previous_start..].starts_with("---");
+        let why = if lone_cr {
+            "the lines before it end in a lone CR, which kubectl does not cut at"
+        } else if marker {
+            "in a UTF-16 file kubectl sees no `---` line"
+        } else {
+            "it follows `...` with no `---` line"
+        };
+        out.push(Parsed::Unread(SyntaxError {
+            span: Span::new(span.start(), line_end.max(span.start())),
+            message: format!(
+                "kubectl, Helm and Argo CD never read this document: they cut a file at `---` \
+                 lines and read one document from each part, and {why}"
+            ),
+        }));
+    }
 }
 
 #[cfg(test)]

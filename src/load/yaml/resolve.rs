@@ -52,9 +52,16 @@ pub fn resolve<'a>(
         None => Ok(implicit(text)),
         Some(CoreTag::Str) | Some(CoreTag::Other) | Some(CoreTag::Merge) => Ok(Value::Str(text)),
         Some(CoreTag::Binary) => decode_base64(&text)
-            .map(|bytes| Value::Str(Cow::Owned(String::from_utf8_lossy(&bytes).into_owned())))
+            .map(|bytes| Value::Str(Cow::Owned(go_string(&bytes))))
             .ok_or_else(|| format!("cannot decode !!binary `{text}`: not base64")),
-        Some(CoreTag::Timestamp) => Ok(Value::Str(text)),
+        // go-yaml hands a timestamp to an untyped value as the text it was written as, but
+        // only text that parses as one may carry the tag.
+        Some(CoreTag::Timestamp) if is_go_timestamp(&text) => Ok(Value::Str(text)),
+        Some(CoreTag::Timestamp) => Err(format!(
+            "cannot decode {} `{}` as a !!timestamp",
+            tag_name_of(&implicit(text.clone())),
+            text
+        )),
         Some(wanted) => {
             let resolved = implicit(text.clone());
             match (wanted, &resolved) {
@@ -278,6 +285,17 @@ fn is_yaml_style_float(s: &str) -> bool {
 /// "inf"/"nan" spellings and hex floats, which only reach this point after a leading `.`, where
 /// none of them can occur; out-of-range values are an error in Go.
 fn parse_go_float(s: &str) -> Option<f64> {
+    // Go accepts `_` between digits (`.5_0` is 0.5).
+    let stripped;
+    let s = if s.contains('_') {
+        if !go_underscores_ok(s) {
+            return None;
+        }
+        stripped = s.replace('_', "");
+        stripped.as_str()
+    } else {
+        s
+    };
     if !s
         .bytes()
         .all(|c| c.is_ascii_digit() || b".eE+-".contains(&c))
@@ -288,36 +306,193 @@ fn parse_go_float(s: &str) -> Option<f64> {
     f.is_finite().then_some(f)
 }
 
-fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    let mut padding = 0;
-    for c in text.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' => {
-                padding += 1;
-                continue;
+/// Go's `base64.StdEncoding.DecodeString`: line breaks are skipped, anything else outside the
+/// alphabet is an error, and the padding must be there.
+/// Go's rule for `_` in a number: each one between two digits.
+fn go_underscores_ok(s: &str) -> bool {
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let mut saw = b'^';
+    for c in s.bytes() {
+        if c.is_ascii_digit() {
+            saw = b'0';
+        } else if c == b'_' {
+            if saw != b'0' {
+                return false;
             }
-            b' ' | b'\n' | b'\r' | b'\t' => continue,
-            _ => return None,
-        };
-        if padding > 0 {
-            return None;
-        }
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
+            saw = b'_';
+        } else {
+            if saw == b'_' {
+                return false;
+            }
+            saw = b'!';
         }
     }
+    saw != b'_'
+}
+
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let digits: Vec<u8> = text
+        .bytes()
+        .filter(|b| !matches!(b, b'\r' | b'\n'))
+        .collect();
+    if digits.len() % 4 != 0 {
+        return None;
+    }
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(digits.len() / 4 * 3);
+    let groups = digits.len() / 4;
+    for (n, group) in digits.chunks(4).enumerate() {
+        let padding = match group {
+            [_, _, b'=', b'='] => 2,
+            [_, _, _, b'='] => 1,
+            _ => 0,
+        };
+        if padding > 0 && n + 1 != groups {
+            return None;
+        }
+        let mut acc = 0u32;
+        for &c in &group[..4 - padding] {
+            acc = (acc << 6) | u32::from(value(c)?);
+        }
+        acc <<= 6 * padding as u32;
+        let bytes = acc.to_be_bytes();
+        out.extend_from_slice(&bytes[1..4 - padding]);
+    }
     Some(out)
+}
+
+/// Bytes as encoding/json writes a Go string: each byte that is not part of valid UTF-8
+/// becomes U+FFFD.
+fn go_string(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+    out
+}
+
+/// Whether go-yaml parses `s` as a timestamp: four digits and `-`, then one of the layouts
+/// `2006-1-2T15:4:5.999999999Z07:00` (`T` or `t`), `2006-1-2 15:4:5.999999999` and
+/// `2006-1-2`, read as Go's time.Parse reads them (one or two digits for the month, day, hour,
+/// minute and second, each in range; the day within its month).
+fn is_go_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 5 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
+        return false;
+    }
+    let year: u32 = s[..4].parse().unwrap_or(0);
+    let mut i = 5;
+    // One or two digits, as Go's getnum reads them.
+    let num = |i: &mut usize| -> Option<u32> {
+        let first = *b.get(*i).filter(|c| c.is_ascii_digit())?;
+        *i += 1;
+        let mut n = u32::from(first - b'0');
+        if let Some(&c) = b.get(*i).filter(|c| c.is_ascii_digit()) {
+            n = n * 10 + u32::from(c - b'0');
+            *i += 1;
+        }
+        Some(n)
+    };
+    let expect = |i: &mut usize, c: u8| -> Option<()> { (b.get(*i) == Some(&c)).then(|| *i += 1) };
+    let date = (|| {
+        let month = num(&mut i).filter(|m| (1..=12).contains(m))?;
+        expect(&mut i, b'-')?;
+        let day = num(&mut i)?;
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let days = [
+            31,
+            if leap { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
+        (1..=days[month as usize - 1]).contains(&day).then_some(())
+    })();
+    if date.is_none() {
+        return false;
+    }
+    if i == b.len() {
+        return true;
+    }
+    let separator = b[i];
+    if !matches!(separator, b'T' | b't' | b' ') {
+        return false;
+    }
+    i += 1;
+    let time = (|| {
+        num(&mut i).filter(|h| *h < 24)?;
+        expect(&mut i, b':')?;
+        num(&mut i).filter(|m| *m < 60)?;
+        expect(&mut i, b':')?;
+        num(&mut i).filter(|s| *s < 60)?;
+        // An optional fraction: `.` or `,` and at least one digit.
+        if matches!(b.get(i), Some(b'.' | b',')) && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+        }
+        Some(())
+    })();
+    if time.is_none() {
+        return false;
+    }
+    if separator == b' ' {
+        return i == b.len();
+    }
+    // The zone is required: `Z`, or a sign and hh:mm.
+    match b.get(i) {
+        Some(b'Z') => i + 1 == b.len(),
+        Some(b'+' | b'-') => {
+            let zone = &b[i + 1..];
+            zone.len() == 5
+                && zone[2] == b':'
+                && zone[..2].iter().chain(&zone[3..]).all(u8::is_ascii_digit)
+                && (zone[0] - b'0') * 10 + (zone[1] - b'0') <= 24
+                && (zone[3] - b'0') * 10 + (zone[4] - b'0') <= 60
+        }
+        _ => false,
+    }
+}
+
+/// Whether go-yaml resolves the scalar to a uint64 (an integer beyond int64 that fits 64
+/// bits unsigned), which sigs.k8s.io/yaml cannot make a JSON key of.
+pub fn is_uint64(text: &str, plain: bool, tag: Option<CoreTag>) -> bool {
+    match tag {
+        None if plain => {}
+        Some(CoreTag::Int) => {}
+        _ => return false,
+    }
+    if keyword(text).is_some()
+        || !text.starts_with(['+', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9'])
+    {
+        return false;
+    }
+    let plain = text.replace('_', "");
+    if let Err(IntError::Range) = parse_go_int(&plain) {
+        return parse_go_uint(&plain).is_some();
+    }
+    if let Some(bits) = plain.strip_prefix("0b") {
+        return i64::from_str_radix(bits, 2).is_err() && u64::from_str_radix(bits, 2).is_ok();
+    }
+    false
 }
 
 /// The JSON key sigs.k8s.io/yaml makes of a resolved key; `None` for keys it rejects (null).
@@ -422,10 +597,80 @@ mod tests {
             "+",
             "1e",
             "v1",
-            ".5_0",
+            "._5",
+            ".5_",
             "12abc",
         ] {
             assert_eq!(plain(s), Value::Str(s.into()), "{s}");
+        }
+        // Go's float syntax takes `_` between digits.
+        assert_eq!(plain(".5_0"), Value::Float(0.5));
+    }
+
+    #[test]
+    fn tags_go_yaml_checks() {
+        fn tagged(s: &str, tag: CoreTag) -> Result<Value<'_>, String> {
+            resolve(Cow::Borrowed(s), true, Some(tag))
+        }
+        for ok in [
+            "2001-12-14",
+            "2001-1-2",
+            "2000-02-29",
+            "2001-12-14t21:59:43.10-05:00",
+            "2001-12-14T21:59:43Z",
+            "2001-12-14 21:59:43.10",
+            "2001-12-14 1:2:3",
+        ] {
+            assert_eq!(
+                tagged(ok, CoreTag::Timestamp),
+                Ok(Value::Str(ok.into())),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "2001-02-29",
+            "2001-13-01",
+            "2001-12-14 21:59:43.10 -5",
+            "2001-12-14T21:59:43",
+            "2001-12-14T24:00:00Z",
+            "hello",
+            "12",
+            "01-12-14",
+        ] {
+            assert!(tagged(bad, CoreTag::Timestamp).is_err(), "{bad}");
+        }
+        assert_eq!(
+            tagged("aGVs\nbG8=\n", CoreTag::Binary),
+            Ok(Value::Str("hello".into()))
+        );
+        for bad in ["aGVs bG8=", "aGVsbG8", "a=Vs", "aGk=aGk="] {
+            assert!(tagged(bad, CoreTag::Binary).is_err(), "{bad}");
+        }
+        // Each byte that is not UTF-8 is one U+FFFD, as encoding/json writes it.
+        assert_eq!(
+            tagged("4oI=", CoreTag::Binary),
+            Ok(Value::Str("\u{fffd}\u{fffd}".into()))
+        );
+    }
+
+    #[test]
+    fn integers_beyond_int64_are_uint64_keys() {
+        for text in [
+            "18446744073709551615",
+            "9223372036854775808",
+            "0xFFFFFFFFFFFFFFFF",
+        ] {
+            assert!(is_uint64(text, true, None), "{text}");
+            assert!(!is_uint64(text, false, None), "{text} quoted");
+        }
+        assert!(is_uint64("18446744073709551615", false, Some(CoreTag::Int)));
+        for text in [
+            "9223372036854775807",
+            "-9223372036854775809",
+            "18446744073709551616",
+            "x",
+        ] {
+            assert!(!is_uint64(text, true, None), "{text}");
         }
     }
 
