@@ -189,6 +189,9 @@ fn a_generated_tree_reads_the_same_through_edits() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Damage done to an entry, given it and another entry.
+type Harm = dyn Fn(&[u8], &[u8]) -> Vec<u8>;
+
 #[test]
 fn damaged_and_foreign_entries_are_ignored_and_rewritten() {
     let dir = temp_dir("cache-damaged");
@@ -201,7 +204,7 @@ fn damaged_and_foreign_entries_are_ignored_and_rewritten() {
     assert!(list.len() >= 4, "{list:?}");
     let good: Vec<Vec<u8>> = list.iter().map(|p| std::fs::read(p).unwrap()).collect();
     // Truncated, a flipped byte in the body, another entry's bytes, garbage, empty.
-    let damage: Vec<Box<dyn Fn(&[u8], &[u8]) -> Vec<u8>>> = vec![
+    let damage: Vec<Box<Harm>> = vec![
         Box::new(|b, _| b[..b.len() - 1].to_vec()),
         Box::new(|b, _| {
             let mut b = b.to_vec();

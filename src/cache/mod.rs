@@ -156,7 +156,7 @@ fn fingerprint(options: &Options) -> [u8; 32] {
     let mut state = Sha256::new();
     let mut field = |bytes: &[u8]| {
         // Each field with its length, so that no two lists of fields run together the same.
-        state.update(&(bytes.len() as u64).to_le_bytes());
+        state.update((bytes.len() as u64).to_le_bytes());
         state.update(bytes);
     };
     field(MAGIC);
