@@ -311,3 +311,38 @@ fn a_setting_that_changes_verdicts_is_part_of_the_key() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn concurrent_runs_share_one_folder_safely() {
+    let dir = temp_dir("cache-concurrent");
+    copy_in("fixtures", &dir);
+    let cache = dir.join("cache");
+    let args = ["check", "fixtures", "--format", "json"];
+    let fresh = run(&dir, None, &args);
+    // Four cold runs at once write the same entries; each sees whole entries or none.
+    let children: Vec<std::process::Child> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_credlint"))
+                .args(args)
+                .arg("--cache-dir")
+                .arg(&cache)
+                .current_dir(&dir)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.stdout == fresh.stdout, "{}", stdout(&out));
+    }
+    let warm = run(&dir, Some(&cache), &args);
+    assert!(warm.stdout == fresh.stdout);
+    let temporary: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
+        .collect();
+    assert!(temporary.is_empty(), "left behind: {temporary:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

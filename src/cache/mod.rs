@@ -195,9 +195,19 @@ fn hex(bytes: &[u8]) -> String {
 /// Writes `bytes` to a temporary file in `dir` and renames it to `path`: readers see the old
 /// file or the new one, never part of one.
 fn write_atomically(dir: &Path, path: &Path, bytes: &[u8], n: usize) -> std::io::Result<()> {
-    let temp = dir.join(format!(".tmp-{}-{n}", std::process::id()));
-    let written = std::fs::File::create(&temp).and_then(|mut f| f.write_all(bytes));
-    let renamed = written.and_then(|_| std::fs::rename(&temp, path));
+    // The time as well as the process id: runs in two containers sharing a cache folder can
+    // have the same id. `create_new`: never write into another run's temporary file.
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let temp = dir.join(format!(".tmp-{}-{nanos}-{n}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)?;
+    let renamed = file
+        .write_all(bytes)
+        .and_then(|_| std::fs::rename(&temp, path));
     if renamed.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
