@@ -30,4 +30,36 @@ fn main() {
     let target = std::path::Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"))
         .join("rule_files.rs");
     std::fs::write(target, out).expect("OUT_DIR is writable");
+    build_digest();
+}
+
+/// `CREDLINT_BUILD_DIGEST`: a digest of the sources and the locked dependencies, part of the
+/// cache's key, so that a rebuilt credlint of the same version never trusts what an older build
+/// cached (FNV-1a over every file's path and bytes, in a fixed order).
+fn build_digest() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("Cargo.lock"), root.join("build.rs")];
+    let mut pending = vec![root.join("src")];
+    while let Some(dir) = pending.pop() {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for path in &files {
+        println!("cargo:rerun-if-changed={}", path.display());
+        let relative = path.strip_prefix(root).unwrap_or(path);
+        let bytes = std::fs::read(path).unwrap_or_default();
+        for b in relative.to_string_lossy().bytes().chain([0]).chain(bytes) {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    println!("cargo:rustc-env=CREDLINT_BUILD_DIGEST={hash:016x}");
 }

@@ -5,12 +5,15 @@
 
 Builds the release binary and the corpus generator, writes a corpus per size (one file per
 owner in split/, everything in all.yaml), and for each size, layout and thread count (1, 2)
-runs `credlint check --format json --threads T --timings` several times. It reports medians of
-wall time, MB/s, documents/s, peak RSS (of that child alone, from wait4), and from the same runs
-the time spent reading and in the YAML parse alone, against the rest. Then: one 10-object file
-as a pre-commit hook sees it (process start included), how time grows from 1,000 to 4,000
-bundles, and what a diagnostic near the end of the largest file costs to render. It prints
-markdown tables and checks the figures against issue 6's targets.
+runs `credlint check --no-cache --format json --threads T --timings` several times (cold: every
+file linted), beside loading the same bytes with PyYAML and libyaml. It reports medians of wall
+time, MB/s, documents/s, peak RSS (of that child alone, from wait4), and from the same runs the
+time spent reading and in the YAML parse alone, against the rest. Then the cache on the largest
+tree: warm with nothing changed, warm with one file changed before each run, and `--pre-commit`
+with that one changed file. Then: one 10-object file as a pre-commit hook sees it (process start
+included; cold and warm), how time grows from 1,000 to 4,000 bundles, and what a diagnostic near
+the end of the largest file costs to render. It prints markdown tables and checks the figures
+against the targets of issues 6 and 16.
 
 Timings on a shared machine are noisy: run it on an idle one and read the medians.
 """
@@ -38,18 +41,27 @@ def build():
                    cwd=ROOT, check=True)
 
 
-def timed(args, runs):
+def timed(args, runs, cwd=None, before=None):
     walls, rss, read, parse, rules, bundles = [], [], [], [], [], []
     summary = None
     for _ in range(runs):
+        if before:
+            before()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             # posix_spawn (vfork and exec), not fork: forking this Python process would add
             # its own milliseconds to a 10 ms run.
             actions = [(os.POSIX_SPAWN_DUP2, out.fileno(), 1), (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
+            # The child inherits the current folder (posix_spawn has no chdir of its own).
+            home = os.getcwd()
+            os.chdir(cwd or home)
             started = time.perf_counter()
             pid = os.posix_spawn(BIN, [BIN] + args + ["--timings"], os.environ, file_actions=actions)
+            os.chdir(home)
             _, status, usage = os.wait4(pid, 0)
             walls.append(time.perf_counter() - started)
+            if os.waitstatus_to_exitcode(status) not in (0, 1):
+                err.seek(0)
+                sys.exit(f"credlint {' '.join(args)} failed: {err.read().decode()}")
             rss.append(usage.ru_maxrss / 1024)
             out.seek(0)
             err.seek(0)
@@ -83,6 +95,71 @@ def largest_file(path):
     return max(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
+# Loads every document of the given files with PyYAML's libyaml loader: the yardstick of issue 16.
+PYYAML = """
+import sys, time, yaml
+paths = sys.argv[1:]
+started = time.perf_counter()
+for path in paths:
+    with open(path, 'rb') as f:
+        for _ in yaml.load_all(f, Loader=yaml.CSafeLoader):
+            pass
+print(time.perf_counter() - started)
+"""
+
+
+def files_of(path):
+    if os.path.isfile(path):
+        return [path]
+    return sorted(os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs)
+
+
+def pyyaml_load(path, runs):
+    """Median seconds PyYAML with libyaml takes to load every document under `path` (the load
+    alone, timed inside Python), or None when PyYAML or its libyaml binding is missing."""
+    probe = subprocess.run([sys.executable, "-c", "import yaml; yaml.CSafeLoader"], capture_output=True)
+    if probe.returncode != 0:
+        return None
+    times = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", PYYAML] + files_of(path), capture_output=True,
+                             text=True, check=True)
+        times.append(float(out.stdout))
+    return statistics.median(times)
+
+
+def cache_rows(corpus, runs):
+    """The cache on the tree `corpus/split`, each figure beside the cold run it saves."""
+    tree = os.path.join(corpus, "split")
+    cache = os.path.join(corpus, "bench-cache")
+    subprocess.run(["rm", "-rf", cache], check=True)
+    changed = files_of(tree)[len(files_of(tree)) // 2]
+    with open(changed, "rb") as f:
+        original = f.read()
+    edits = [0]
+
+    def edit():
+        # A different comment each time: every timed run finds this one file changed.
+        edits[0] += 1
+        with open(changed, "wb") as f:
+            f.write(original + f"# edit {edits[0]}\n".encode())
+
+    common = ["--format", "json", "--cache-dir", cache]
+    # The first run fills the cache; every later one finds it warm.
+    timed(["check", tree] + common, 1)
+    rows = {
+        "warm, nothing changed": timed(["check", tree] + common, runs),
+        "warm, one file changed": timed(["check", tree] + common, runs, before=edit),
+        "--pre-commit, one file changed": timed(
+            ["check", "--pre-commit", os.path.relpath(changed, tree)] + common, runs, cwd=tree,
+            before=edit),
+    }
+    one_cold = timed(["check", changed, "--no-cache", "--format", "json"], max(runs, 10))
+    with open(changed, "wb") as f:
+        f.write(original)
+    return rows, one_cold
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -90,9 +167,9 @@ def main():
     parser.add_argument("--dir", default=None, help="where to write the corpora (default: a temp dir)")
     args = parser.parse_args()
     build()
-    base = args.dir or tempfile.mkdtemp(prefix="credlint-bench-")
+    base = os.path.abspath(args.dir or tempfile.mkdtemp(prefix="credlint-bench-"))
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows, results = [], {}
+    rows, results, pyyaml = [], {}, {}
     for n in sizes:
         corpus = os.path.join(base, f"c{n}")
         if not os.path.exists(os.path.join(corpus, "all.yaml")):
@@ -100,28 +177,49 @@ def main():
         for layout in ["split", "all.yaml"]:
             path = os.path.join(corpus, layout)
             mb = size_of(path) / 1e6
+            pyyaml[(n, layout)] = pyyaml_load(path, min(args.runs, 3))
             for threads in [1, 2]:
-                r = timed(["check", path, "--format", "json", "--threads", str(threads)], args.runs)
+                r = timed(["check", path, "--no-cache", "--format", "json", "--threads", str(threads)],
+                          args.runs)
                 results[(n, layout, threads)] = r
                 docs = r["summary"]["documents"]
                 after = r["wall"] - r["read"] - r["parse"]
                 limit = 2 * largest_file(path) / 2**20 + 30
+                py = pyyaml[(n, layout)]
+                versus = f"{py:.2f} ({py / r['wall']:.1f}x)" if py else "(no PyYAML)"
                 rows.append(
                     f"| {n} | {layout} | {mb:.1f} | {threads} | {r['wall']:.2f} | {mb / r['wall']:.0f} "
                     f"| {docs / r['wall']:,.0f} | {r['rss']:.0f} (limit {limit:.0f}) | {r['read']:.2f} "
-                    f"| {r['parse']:.2f} | {r['rules']:.2f} | {after / r['parse']:.0%} |"
+                    f"| {r['parse']:.2f} | {r['rules']:.2f} | {after / r['parse']:.0%} | {versus} |"
                     # With two threads parsing and rules overlap: the share would mean nothing.
                     if threads == 1 else
                     f"| {n} | {layout} | {mb:.1f} | {threads} | {r['wall']:.2f} | {mb / r['wall']:.0f} "
                     f"| {docs / r['wall']:,.0f} | {r['rss']:.0f} (limit {limit:.0f}) | {r['read']:.2f} "
-                    f"| {r['parse']:.2f} | {r['rules']:.2f} | |"
+                    f"| {r['parse']:.2f} | {r['rules']:.2f} | | {versus} |"
                 )
     print("| bundles | input | MB | threads | wall s | MB/s | documents/s | peak RSS MB | read s | "
-          "YAML parse s | rules s | after parsing, vs parse |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "YAML parse s | rules s | after parsing, vs parse | PyYAML+libyaml load s (credlint faster) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
-    print("\n(read, parse and rules are CPU time summed over threads; 'after parsing' is wall time "
-          "minus reading and parsing, as a share of the parse, from the 1-thread runs)")
+    print("\n(cold: --no-cache; read, parse and rules are CPU time summed over threads; 'after "
+          "parsing' is wall time minus reading and parsing, as a share of the parse, from the "
+          "1-thread runs)")
+
+    # The cache, on the largest tree, with the default thread count.
+    largest_corpus = os.path.join(base, f"c{sizes[-1]}")
+    cached, one_cold = cache_rows(largest_corpus, args.runs)
+    cold_tree = results[(sizes[-1], "split", 2)]["wall"]
+    print(f"\n| {sizes[-1]} bundles, split, cache | wall ms | peak RSS MB | target ms |")
+    print("|---|---|---|---|")
+    targets = {
+        "warm, nothing changed": 150,
+        "warm, one file changed": 150 + one_cold["wall"] * 1000,
+        "--pre-commit, one file changed": 150 + one_cold["wall"] * 1000,
+    }
+    for name, r in cached.items():
+        print(f"| {name} | {r['wall'] * 1000:.0f} | {r['rss']:.0f} | {targets[name]:.0f} |")
+    print(f"\n(cold, --no-cache, 2 threads: {cold_tree * 1000:.0f} ms; the changed file alone, cold: "
+          f"{one_cold['wall'] * 1000:.1f} ms, which the targets add to 150 ms)")
 
     # One 10-object file, as the pre-commit hook lints a changed file.
     small = os.path.join(base, "small.yaml")
@@ -132,17 +230,20 @@ def main():
         f.write("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra-a, namespace: team-00}\ndata: {a: b}\n")
         f.write("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra-b, namespace: team-00}\ndata: {a: b}\n")
     objects = None
-    small_walls = []
+    small_walls, small_warm = [], []
+    small_cache = os.path.join(base, "small-cache")
     for _ in range(max(args.runs, 40)):
-        r = timed(["check", small, "--format", "json"], 1)
+        r = timed(["check", small, "--no-cache", "--format", "json"], 1)
         small_walls.append(r["wall"])
         objects = r["summary"]["objects"]
+        small_warm.append(timed(["check", small, "--format", "json", "--cache-dir", small_cache], 1)["wall"])
     floor = []
     for _ in range(len(small_walls)):
         started = time.perf_counter()
         os.wait4(os.posix_spawn("/bin/true", ["/bin/true"], os.environ), 0)
         floor.append(time.perf_counter() - started)
     print(f"\nOne {objects}-object file, process start included: median {statistics.median(small_walls) * 1000:.1f} ms "
+          f"cold (--no-cache), {statistics.median(small_warm) * 1000:.1f} ms warm, "
           f"over {len(small_walls)} runs (target: under 10 ms; starting and waiting for /bin/true: "
           f"{statistics.median(floor) * 1000:.1f} ms)")
 
@@ -163,9 +264,15 @@ def main():
     for name, (one, two) in [("split", split), ("all.yaml", big)]:
         if one and two:
             mb = size_of(os.path.join(base, f"c{sizes[-1]}", name)) / 1e6
-            print(f"  {name}: {mb / one['wall']:.0f} MB/s with 1 thread (target 60), "
-                  f"{mb / two['wall']:.0f} MB/s with 2 (target 100); after parsing adds "
+            py = pyyaml[(sizes[-1], name)]
+            versus = f"; {py / two['wall']:.1f}x PyYAML+libyaml (target 12x)" if py else ""
+            print(f"  {name}, cold: {mb / one['wall']:.0f} MB/s with 1 thread (target 75), "
+                  f"{mb / two['wall']:.0f} MB/s with 2 (target 130){versus}; after parsing adds "
                   f"{(one['wall'] - one['read'] - one['parse']) / one['parse']:.0%} of the parse (target 50%)")
+    print(f"  cache: warm {cached['warm, nothing changed']['wall'] * 1000:.0f} ms (target 150), one file "
+          f"changed {cached['warm, one file changed']['wall'] * 1000:.0f} ms and --pre-commit "
+          f"{cached['--pre-commit, one file changed']['wall'] * 1000:.0f} ms (target "
+          f"{targets['warm, one file changed']:.0f})")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@
 //! - `model`: objects, bundle members, bundles, findings;
 //! - `runtime`: create.py read (static checks) and run (the fake API server of `simulate`);
 //! - `lint`: the catalog, the rules and the engine that runs them;
+//! - `cache`: what linting each file produced, kept between runs of `check` (a folder of
+//!   entries keyed by the file's bytes and everything else that decides the result);
 //! - `report`: the output formats;
 //! - `policy`: the object rules as Kyverno policies;
 //! - `cli`: the commands, settings (credlint.toml and flags), suppressions, pre-commit mode and
@@ -15,6 +17,7 @@
 //! `testkit` serves the tests, fuzz targets and benchmarks only: it is compiled for unit tests
 //! and with the `testkit` feature, which the integration tests turn on.
 
+pub mod cache;
 pub mod cli;
 pub mod common;
 pub mod lint;

@@ -18,6 +18,7 @@ fn credlint_in(cwd: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_credlint"))
         .args(args)
         .current_dir(cwd)
+        .env_remove("CREDLINT_CACHE_DIR")
         .output()
         .expect("the binary runs")
 }
@@ -43,14 +44,19 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// Every file under `dir` (hidden ones too) with its bytes and modification time.
+/// Every file under `dir` (hidden ones too) with its bytes and modification time, except the
+/// cache `check` keeps in the folder it runs in (`.credlint_cache/`): its own, not an input.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
     let mut out = BTreeMap::new();
     let mut pending = vec![dir.to_path_buf()];
+    let cache = dir.join(".credlint_cache");
     while let Some(folder) = pending.pop() {
         for entry in std::fs::read_dir(&folder).unwrap() {
             let path = entry.unwrap().path();
             let meta = std::fs::symlink_metadata(&path).unwrap();
+            if path == cache {
+                continue;
+            }
             if meta.is_dir() {
                 pending.push(path);
             } else {
@@ -118,8 +124,9 @@ fn no_command_writes_to_its_inputs() {
             "{args:?} wrote to its inputs: {changed:?}"
         );
     }
-    // The one command that writes did write, elsewhere.
+    // The one command that writes did write, elsewhere; `check` kept its cache beside.
     assert!(Path::new(&out_dir).join("kustomization.yaml").is_file());
+    assert!(dir.join(".credlint_cache/.gitignore").is_file());
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&elsewhere);
 }
@@ -151,13 +158,21 @@ fn check_writes_the_same_bytes_whatever_the_thread_count() {
         for format in ["json", "text"] {
             let mut outputs = Vec::new();
             for threads in ["1", "2", "8"] {
-                let mut args = vec!["check", "--format", format, "--threads", threads];
+                // Without the cache: each run lints with its own thread count.
+                let mut args = vec![
+                    "check",
+                    "--no-cache",
+                    "--format",
+                    format,
+                    "--threads",
+                    threads,
+                ];
                 args.extend(&paths);
                 let out = credlint_in(&root(), &args);
                 assert!(matches!(out.status.code(), Some(0..=2)), "{args:?}");
                 outputs.push((threads, out.status.code(), out.stdout));
             }
-            let mut args = vec!["check", "--format", format];
+            let mut args = vec!["check", "--no-cache", "--format", format];
             args.extend(&paths);
             let out = credlint_in(&root(), &args);
             outputs.push(("default", out.status.code(), out.stdout));

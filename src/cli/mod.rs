@@ -16,7 +16,7 @@ pub mod suggest;
 pub mod suppress;
 
 use crate::lint::catalog::Catalog;
-use crate::lint::engine::{Engine, Options, Outcome};
+use crate::lint::engine::{Engine, Memo, Options, Outcome};
 use crate::load::input;
 use crate::model::Severity;
 use crate::report::{self, Texts};
@@ -143,6 +143,13 @@ pub struct CheckArgs {
     /// with a member in them.
     #[arg(long)]
     pub pre_commit: bool,
+    /// Keep what linting each file produced in DIR, and take it from there when the file is
+    /// unchanged [default: $CREDLINT_CACHE_DIR, else .credlint_cache in the current folder].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Neither read nor write the cache: lint every file afresh.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
     /// Print to standard error where the run spent its time: reading, the YAML parse alone,
     /// the rules (each summed over threads), bundles, and the wall time.
     #[arg(long)]
@@ -312,11 +319,16 @@ fn check(args: CheckArgs) -> ExitCode {
         policies,
         threads: threads(args.threads),
     };
+    let cache = open_cache(&args, &options);
+    let memo = cache.as_ref().map(|c| c as &dyn Memo);
     let linted = if args.pre_commit {
-        lint_changed(&args.paths, &settings.exclude, options)
+        lint_changed(&args.paths, &settings.exclude, options, memo)
     } else {
-        lint(&args.paths, &settings.exclude, options).map(|(o, t)| (o, t, None))
+        lint(&args.paths, &settings.exclude, options, memo).map(|(o, t)| (o, t, None))
     };
+    if let Some(cache) = &cache {
+        cache.prune();
+    }
     let (mut outcome, texts, changed) = match linted {
         Ok(run) => run,
         Err(code) => return code,
@@ -358,14 +370,23 @@ fn check(args: CheckArgs) -> ExitCode {
     code
 }
 
+/// `check`'s cache, unless `--no-cache`; one that cannot be opened is noted and done without.
+fn open_cache(args: &CheckArgs, options: &Options) -> Option<crate::cache::Cache> {
+    let dir = crate::cache::folder(args.cache_dir.as_deref(), args.no_cache)?;
+    crate::cache::Cache::open(&dir, options)
+        .map_err(|e| eprintln!("credlint: note: no cache in {}: {e}", dir.display()))
+        .ok()
+}
+
 /// `check --pre-commit`: the tree under the current folder, with the changed files marked.
 fn lint_changed(
     paths: &[String],
     exclude: &[String],
     options: Options,
+    memo: Option<&dyn Memo>,
 ) -> Result<(Outcome, Texts, Option<std::collections::HashSet<usize>>), ExitCode> {
     let (outcome, changed) =
-        crate::cli::precommit::lint(std::path::Path::new("."), paths, exclude, options)
+        crate::cli::precommit::lint(std::path::Path::new("."), paths, exclude, options, memo)
             .map_err(usage_error)?;
     Ok((outcome, Texts { stdin: None }, Some(changed)))
 }
@@ -387,7 +408,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         threads: threads(args.threads),
         ..Options::default()
     };
-    let (mut outcome, texts) = match lint(&args.paths, &settings.exclude, options) {
+    let (mut outcome, texts) = match lint(&args.paths, &settings.exclude, options, None) {
         Ok(run) => run,
         Err(code) => return code,
     };
@@ -437,6 +458,7 @@ fn lint(
     paths: &[String],
     exclude: &[String],
     options: Options,
+    memo: Option<&dyn Memo>,
 ) -> Result<(Outcome, Texts), ExitCode> {
     let paths = if paths.is_empty() {
         vec![".".to_string()]
@@ -466,7 +488,7 @@ fn lint(
     // Standard input is read once, up front; the text report needs it again.
     let (files, stdin) = take_stdin(files).map_err(|e| usage_error(format!("-: {e}")))?;
     let engine = Engine::new(options).map_err(usage_error)?;
-    let outcome = engine.run(&files, errors);
+    let outcome = engine.run_with(&files, errors, memo);
     Ok((outcome, Texts { stdin }))
 }
 

@@ -75,6 +75,7 @@ pub fn lint(
     paths: &[String],
     exclude: &[String],
     options: Options,
+    memo: Option<&dyn crate::lint::engine::Memo>,
 ) -> Result<(Outcome, HashSet<usize>), String> {
     if paths.iter().any(|p| p == "-") {
         return Err("--pre-commit takes the changed files, not standard input".into());
@@ -97,7 +98,10 @@ pub fn lint(
         ));
     }
     let engine = Engine::new(options)?;
-    Ok((engine.run(&inputs.files, inputs.errors), inputs.changed))
+    Ok((
+        engine.run_with(&inputs.files, inputs.errors, memo),
+        inputs.changed,
+    ))
 }
 
 /// Keeps the findings the changed files touch (see the module comment).

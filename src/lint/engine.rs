@@ -111,15 +111,31 @@ struct Waiting {
     bundle: Option<String>,
 }
 
-/// What linting one file leaves behind.
-#[derive(Default)]
-struct FileOut {
-    findings: Vec<Finding>,
-    members: Vec<Member>,
-    ignores: Vec<IgnoreAnnotation>,
-    documents: usize,
-    objects: usize,
-    timings: Timings,
+/// What linting one file leaves behind: all a later run needs to skip the file (the cache
+/// keeps it).
+#[derive(Debug, Default)]
+pub struct FileOut {
+    pub findings: Vec<Finding>,
+    pub members: Vec<Member>,
+    pub ignores: Vec<IgnoreAnnotation>,
+    pub documents: usize,
+    pub objects: usize,
+    pub timings: Timings,
+}
+
+/// The key a [`Memo`] files one file's result under.
+pub struct MemoKey(pub [u8; 32]);
+
+/// Results of earlier runs, looked up by a file's bytes (`check`'s cache). The engine only asks
+/// and tells; where results are kept, and what else the key holds, is the memo's business.
+pub trait Memo: Sync {
+    /// The key of a file shown as `name` with these bytes (verdicts depend on the name's
+    /// ending, so the name is part of it).
+    fn key(&self, name: &str, bytes: &[u8]) -> MemoKey;
+    /// The result filed under `key`, its places moved to file number `file`.
+    fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut>;
+    /// Files the result of linting file number `file`.
+    fn remember(&self, key: &MemoKey, file: usize, out: &FileOut);
 }
 
 /// Where a run spent its time (`check --timings`). Reading and parsing are summed over threads,
@@ -275,7 +291,18 @@ impl Engine {
         )
     }
 
-    pub fn run(&self, inputs: &[InputFile], mut input_errors: Vec<InputError>) -> Outcome {
+    pub fn run(&self, inputs: &[InputFile], input_errors: Vec<InputError>) -> Outcome {
+        self.run_with(inputs, input_errors, None)
+    }
+
+    /// A run that takes what `memo` holds for a file's bytes instead of linting it again, and
+    /// gives it what it lints.
+    pub fn run_with(
+        &self,
+        inputs: &[InputFile],
+        mut input_errors: Vec<InputError>,
+        memo: Option<&dyn Memo>,
+    ) -> Outcome {
         let started = std::time::Instant::now();
         let mut timings = Timings::default();
         let mut bundling = std::time::Duration::ZERO;
@@ -314,8 +341,21 @@ impl Engine {
         let lint_file = |id: usize| -> Result<FileOut, String> {
             let started = std::time::Instant::now();
             let bytes = input::read(&inputs[id])?;
+            let Some(memo) = memo else {
+                let read = started.elapsed();
+                let mut out = self.lint_bytes(id, &inputs[id].display, &bytes);
+                out.timings.read += read;
+                return Ok(out);
+            };
+            // Looking a file up is counted as reading it.
+            let key = memo.key(&inputs[id].display, &bytes);
+            if let Some(mut out) = memo.recall(&key, id) {
+                out.timings.read += started.elapsed();
+                return Ok(out);
+            }
             let read = started.elapsed();
             let mut out = self.lint_bytes(id, &inputs[id].display, &bytes);
+            memo.remember(&key, id, &out);
             out.timings.read += read;
             Ok(out)
         };
@@ -417,8 +457,8 @@ impl Engine {
 
     /// Lints one file's bytes. A document that is not UTF-8 is a `yaml-syntax` finding; the
     /// file's other documents are still read. UTF-16 with a byte-order mark is decoded, as
-    /// go-yaml decodes it.
-    fn lint_bytes(&self, file: usize, name: &str, bytes: &[u8]) -> FileOut {
+    /// go-yaml decodes it. `name` is the file as shown (some verdicts depend on its ending).
+    pub fn lint_bytes(&self, file: usize, name: &str, bytes: &[u8]) -> FileOut {
         // Decoding the bytes is the first step of the parse, and is timed with it.
         let started = std::time::Instant::now();
         let decoded = stream::decode(bytes);

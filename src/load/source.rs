@@ -146,6 +146,22 @@ impl From<&At> for Loc {
     }
 }
 
+/// A [`Loc`] made compact again (read back from the cache); `Err` when a number exceeds 32 bits.
+impl TryFrom<&Loc> for At {
+    type Error = std::num::TryFromIntError;
+
+    fn try_from(loc: &Loc) -> Result<At, Self::Error> {
+        Ok(At {
+            file: u32::try_from(loc.file)?,
+            line: u32::try_from(loc.line)?,
+            column: u32::try_from(loc.column)?,
+            end_line: u32::try_from(loc.end_line)?,
+            end_column: u32::try_from(loc.end_column)?,
+            span: loc.span,
+        })
+    }
+}
+
 impl From<&Loc> for Loc {
     fn from(loc: &Loc) -> Loc {
         loc.clone()

@@ -89,7 +89,7 @@ pub struct Plan {
 pub struct ConfigMapFacts {
     pub plan: Option<Plan>,
     /// SHA-256 state after plan.json and create.py: the Job's image completes the hash.
-    pub hash_state: Option<sha2::Sha256>,
+    pub hash_state: Option<crate::common::sha256::Sha256State>,
     /// The decoded values, kept only when a command needs them (`simulate`).
     pub plan_text: Option<String>,
     pub script: Option<String>,

@@ -9,7 +9,6 @@ use crate::model::bundle::{
     Volume, owner_of_name, owner_prefix,
 };
 use crate::model::object::Object;
-use sha2::Digest;
 
 /// What to keep beyond the facts.
 #[derive(Clone, Copy, Debug, Default)]
@@ -145,10 +144,11 @@ fn config_map(root: &Node, source: &Source, plan: Option<Plan>, keep: Keep) -> C
     let script = root.at(&["data", "create.py"]).and_then(Node::as_str);
     let hash_state = match (plan_text, script) {
         (Some(plan_text), Some(script)) => {
-            let mut hasher = sha2::Sha256::new();
-            hasher.update(plan_text.as_bytes());
-            hasher.update(script.as_bytes());
-            Some(hasher)
+            // The two texts are hashed where they lie: no concatenation is built.
+            let mut state = crate::common::sha256::Sha256State::default();
+            state.update(plan_text.as_bytes());
+            state.update(script.as_bytes());
+            Some(state)
         }
         _ => None,
     };

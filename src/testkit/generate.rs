@@ -261,12 +261,14 @@ impl Draft {
 /// `O[:42]-credentials-<h8>` for what the Job runs.
 pub fn job_name(owner: &str, plan: &str, script: &str, image: &str) -> String {
     use sha2::Digest;
+    // Hashed here with sha2 itself, not the linter's resumable state: an independent check.
     let mut state = sha2::Sha256::new();
     state.update(plan.as_bytes());
     state.update(script.as_bytes());
+    state.update(image.as_bytes());
     crate::lint::checks::bundle_rules::expected_job_name(
         owner,
-        &crate::lint::checks::bundle_rules::job_hash(&state, image),
+        &crate::lint::checks::bundle_rules::h8(&state.finalize()),
     )
 }
 

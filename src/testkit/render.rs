@@ -1,7 +1,7 @@
 //! Renders a correct credentials bundle, as the platform's renderer would: the fixtures, the
 //! benchmark corpus and the property tests start from it. Not used by `credlint check`.
 
-use crate::lint::checks::bundle_rules::{expected_job_name, job_hash};
+use crate::lint::checks::bundle_rules::{expected_job_name, h8};
 use sha2::Digest;
 use std::fmt::Write;
 
@@ -77,7 +77,8 @@ impl Spec {
         let mut state = sha2::Sha256::new();
         state.update(self.plan_json().as_bytes());
         state.update(self.script.as_bytes());
-        expected_job_name(&self.owner, &job_hash(&state, &self.image))
+        state.update(self.image.as_bytes());
+        expected_job_name(&self.owner, &h8(&state.finalize()))
     }
 
     fn metadata(&self, out: &mut String, name: &str, wave: u8, policy: &str) {

@@ -5,7 +5,6 @@ use super::{Emit, wiring};
 use crate::model::bundle::{
     Bundle, Facts, MEMBER_KINDS, Member, MemberKind, RoleRule, SUFFIX, owner_prefix,
 };
-use sha2::Digest;
 use std::collections::BTreeSet;
 
 pub fn check(bundle: &Bundle, emit: &mut Emit) {
@@ -297,15 +296,15 @@ fn quote_all(names: &[&str]) -> String {
 }
 
 /// `h8`: the first 8 hex characters of SHA-256 over plan.json, create.py and the image.
-pub fn job_hash(state: &sha2::Sha256, image: &str) -> String {
-    let mut hasher = state.clone();
-    hasher.update(image.as_bytes());
-    hasher
-        .finalize()
-        .iter()
-        .take(4)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+pub fn job_hash(state: &crate::common::sha256::Sha256State, image: &str) -> String {
+    let mut state = state.clone();
+    state.update(image.as_bytes());
+    h8(&state.finalize())
+}
+
+/// The first 8 hex characters of a digest.
+pub fn h8(digest: &[u8]) -> String {
+    digest.iter().take(4).map(|b| format!("{b:02x}")).collect()
 }
 
 pub fn expected_job_name(owner: &str, h8: &str) -> String {

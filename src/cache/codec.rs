@@ -1,0 +1,582 @@
+//! A small binary format for what linting one file produced: LEB128 integers, strings as a
+//! length and UTF-8 bytes, options and variants as one tag byte. Decoding checks every length
+//! against the bytes left and every tag against the known ones, so a damaged entry is refused
+//! (`None`), never trusted or panicked on.
+
+use crate::common::sha256::Sha256State;
+use crate::lint::engine::{FileOut, IgnoreAnnotation};
+use crate::load::source::{At, Loc};
+use crate::load::yaml::Span;
+use crate::model::bundle::{
+    ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, Volume,
+};
+use crate::model::{Finding, Label, ObjectRef, Severity, Suppression};
+
+/// Encodes `out`, whose places all lie in file `file`; `None` when one does not (such a result
+/// cannot be moved to another run's file numbering, so it is not kept).
+pub fn encode(out: &FileOut, file: usize) -> Option<Vec<u8>> {
+    let mut w = Writer {
+        bytes: Vec::with_capacity(1024),
+        file,
+        foreign: false,
+    };
+    w.usize(out.documents);
+    w.usize(out.objects);
+    w.seq(&out.findings, Writer::finding);
+    w.seq(&out.members, Writer::member);
+    w.seq(&out.ignores, |w, i| {
+        w.object(&i.object);
+        w.str(&i.value);
+        w.loc(&i.loc);
+    });
+    (!w.foreign).then_some(w.bytes)
+}
+
+/// Decodes an encoded result, placing it in file `file`.
+pub fn decode(bytes: &[u8], file: usize) -> Option<FileOut> {
+    let mut r = Reader { bytes, at: 0, file };
+    let documents = r.usize()?;
+    let objects = r.usize()?;
+    let findings = r.seq(Reader::finding)?;
+    let members = r.seq(Reader::member)?;
+    let ignores = r.seq(|r| {
+        Some(IgnoreAnnotation {
+            object: r.object()?,
+            value: r.string()?,
+            loc: r.loc()?,
+        })
+    })?;
+    // Trailing bytes mean a writer this reader does not know.
+    (r.at == bytes.len()).then(|| FileOut {
+        findings,
+        members,
+        ignores,
+        documents,
+        objects,
+        timings: Default::default(),
+    })
+}
+
+struct Writer {
+    bytes: Vec<u8>,
+    file: usize,
+    /// A place in another file was met.
+    foreign: bool,
+}
+
+impl Writer {
+    fn u64(&mut self, mut v: u64) {
+        loop {
+            let low = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                self.bytes.push(low);
+                return;
+            }
+            self.bytes.push(low | 0x80);
+        }
+    }
+
+    fn usize(&mut self, v: usize) {
+        self.u64(v as u64);
+    }
+
+    fn u8(&mut self, v: u8) {
+        self.bytes.push(v);
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.usize(b.len());
+        self.bytes.extend_from_slice(b);
+    }
+
+    fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+
+    fn opt<T>(&mut self, v: &Option<T>, f: impl FnOnce(&mut Self, &T)) {
+        match v {
+            None => self.u8(0),
+            Some(v) => {
+                self.u8(1);
+                f(self, v);
+            }
+        }
+    }
+
+    fn seq<T>(&mut self, items: &[T], mut f: impl FnMut(&mut Self, &T)) {
+        self.usize(items.len());
+        for item in items {
+            f(self, item);
+        }
+    }
+
+    fn strs(&mut self, items: &[String]) {
+        self.seq(items, |w, s| w.str(s));
+    }
+
+    fn span(&mut self, span: Span) {
+        self.u64(span.start.into());
+        self.u64(span.end.into());
+    }
+
+    fn loc(&mut self, loc: &Loc) {
+        let Loc {
+            file,
+            line,
+            column,
+            end_line,
+            end_column,
+            span,
+        } = loc;
+        self.foreign |= *file != self.file;
+        self.usize(*line);
+        self.usize(*column);
+        self.usize(*end_line);
+        self.usize(*end_column);
+        self.span(*span);
+    }
+
+    fn at(&mut self, at: &At) {
+        self.loc(&Loc::from(at));
+    }
+
+    fn object(&mut self, o: &ObjectRef) {
+        let ObjectRef {
+            kind,
+            namespace,
+            name,
+        } = o;
+        self.str(kind);
+        self.opt(namespace, |w, n| w.str(n));
+        self.str(name);
+    }
+
+    fn finding(&mut self, f: &Finding) {
+        let Finding {
+            rule,
+            severity,
+            message,
+            loc,
+            labels,
+            object,
+            bundle,
+            suppressed,
+        } = f;
+        self.str(rule);
+        self.u8(match severity {
+            Severity::Warning => 0,
+            Severity::Error => 1,
+        });
+        self.str(message);
+        self.loc(loc);
+        self.seq(labels, |w, Label { loc, message }| {
+            w.loc(loc);
+            w.str(message);
+        });
+        self.opt(object, Writer::object);
+        self.opt(bundle, |w, b| w.str(b));
+        self.opt(suppressed, |w, Suppression { reason, loc }| {
+            w.str(reason);
+            w.loc(loc);
+        });
+    }
+
+    fn member(&mut self, m: &Member) {
+        let Member {
+            kind,
+            namespace,
+            owner,
+            name,
+            loc,
+            facts,
+        } = m;
+        self.u8(kind_tag(*kind));
+        self.opt(namespace, |w, n| w.str(n));
+        match owner {
+            Owner::Known(o) => {
+                self.u8(0);
+                self.str(o);
+            }
+            Owner::Prefix(p) => {
+                self.u8(1);
+                self.str(p);
+            }
+        }
+        self.str(name);
+        self.at(loc);
+        match facts {
+            Facts::ServiceAccount => self.u8(0),
+            Facts::Role(rules) => {
+                self.u8(1);
+                self.seq(rules, Writer::role_rule);
+            }
+            Facts::RoleBinding => self.u8(2),
+            Facts::ConfigMap(cm) => {
+                self.u8(3);
+                self.config_map(cm);
+            }
+            Facts::Job(job) => {
+                self.u8(4);
+                self.job(job);
+            }
+        }
+    }
+
+    fn role_rule(&mut self, r: &RoleRule) {
+        let RoleRule {
+            groups,
+            resources,
+            verbs,
+            names,
+            name_locs,
+            loc,
+            names_loc,
+            verbs_loc,
+        } = r;
+        self.strs(groups);
+        self.strs(resources);
+        self.strs(verbs);
+        self.opt(names, |w, n| w.strs(n));
+        self.seq(name_locs, Writer::at);
+        self.at(loc);
+        self.opt(names_loc, Writer::at);
+        self.opt(verbs_loc, Writer::at);
+    }
+
+    fn config_map(&mut self, cm: &ConfigMapFacts) {
+        let ConfigMapFacts {
+            plan,
+            hash_state,
+            plan_text,
+            script,
+            script_loc,
+        } = cm;
+        self.opt(
+            plan,
+            |w,
+             Plan {
+                 kind,
+                 secrets,
+                 generators,
+                 pods,
+             }| {
+                w.str(kind);
+                w.strs(secrets);
+                w.strs(generators);
+                w.strs(pods);
+            },
+        );
+        self.opt(
+            hash_state,
+            |w,
+             Sha256State {
+                 chain,
+                 pending,
+                 length,
+             }| {
+                for word in chain {
+                    w.u64((*word).into());
+                }
+                w.bytes(pending);
+                w.u64(*length);
+            },
+        );
+        self.opt(plan_text, |w, t| w.str(t));
+        self.opt(script, |w, t| w.str(t));
+        self.opt(script_loc, Writer::at);
+    }
+
+    fn job(&mut self, j: &JobFacts) {
+        let JobFacts {
+            name,
+            pod_loc,
+            service_account,
+            volumes,
+            container_loc,
+            mounts,
+            command,
+            command_loc,
+            image,
+        } = j;
+        self.str(name);
+        self.at(pod_loc);
+        self.opt(service_account, |w, (s, at)| {
+            w.str(s);
+            w.at(at);
+        });
+        self.seq(
+            volumes,
+            |w,
+             Volume {
+                 name,
+                 config_map,
+                 loc,
+             }| {
+                w.str(name);
+                w.opt(config_map, |w, c| w.str(c));
+                w.at(loc);
+            },
+        );
+        self.opt(container_loc, Writer::at);
+        self.seq(mounts, |w, Mount { volume, path, loc }| {
+            w.str(volume);
+            w.str(path);
+            w.at(loc);
+        });
+        self.strs(command);
+        self.opt(command_loc, Writer::at);
+        self.opt(image, |w, (s, at)| {
+            w.str(s);
+            w.at(at);
+        });
+    }
+}
+
+fn kind_tag(kind: MemberKind) -> u8 {
+    match kind {
+        MemberKind::ServiceAccount => 0,
+        MemberKind::Role => 1,
+        MemberKind::RoleBinding => 2,
+        MemberKind::ConfigMap => 3,
+        MemberKind::Job => 4,
+    }
+}
+
+struct Reader<'b> {
+    bytes: &'b [u8],
+    at: usize,
+    file: usize,
+}
+
+impl<'b> Reader<'b> {
+    fn u8(&mut self) -> Option<u8> {
+        let b = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(b)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f).checked_shl(shift)?;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn usize(&mut self) -> Option<usize> {
+        usize::try_from(self.u64()?).ok()
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        u32::try_from(self.u64()?).ok()
+    }
+
+    fn bytes(&mut self) -> Option<&'b [u8]> {
+        let len = self.usize()?;
+        let end = self
+            .at
+            .checked_add(len)
+            .filter(|&e| e <= self.bytes.len())?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Some(out)
+    }
+
+    fn string(&mut self) -> Option<String> {
+        std::str::from_utf8(self.bytes()?).ok().map(str::to_string)
+    }
+
+    fn flag(&mut self) -> Option<bool> {
+        match self.u8()? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    fn opt<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        Some(if self.flag()? { Some(f(self)?) } else { None })
+    }
+
+    fn seq<T>(&mut self, mut f: impl FnMut(&mut Self) -> Option<T>) -> Option<Vec<T>> {
+        let len = self.usize()?;
+        // Every item takes a byte at least: a larger count is damage, not a reason to reserve.
+        if len > self.bytes.len() - self.at {
+            return None;
+        }
+        let mut out = Vec::with_capacity(len);
+        for _ in 0..len {
+            out.push(f(self)?);
+        }
+        Some(out)
+    }
+
+    fn strings(&mut self) -> Option<Vec<String>> {
+        self.seq(Reader::string)
+    }
+
+    fn span(&mut self) -> Option<Span> {
+        let start = self.u32()?;
+        let end = self.u32()?;
+        (start <= end).then_some(Span { start, end })
+    }
+
+    fn loc(&mut self) -> Option<Loc> {
+        Some(Loc {
+            file: self.file,
+            line: self.usize()?,
+            column: self.usize()?,
+            end_line: self.usize()?,
+            end_column: self.usize()?,
+            span: self.span()?,
+        })
+    }
+
+    fn at(&mut self) -> Option<At> {
+        let loc = self.loc()?;
+        At::try_from(&loc).ok()
+    }
+
+    fn object(&mut self) -> Option<ObjectRef> {
+        Some(ObjectRef {
+            kind: self.string()?,
+            namespace: self.opt(Reader::string)?,
+            name: self.string()?,
+        })
+    }
+
+    fn finding(&mut self) -> Option<Finding> {
+        Some(Finding {
+            rule: self.string()?,
+            severity: match self.u8()? {
+                0 => Severity::Warning,
+                1 => Severity::Error,
+                _ => return None,
+            },
+            message: self.string()?,
+            loc: self.loc()?,
+            labels: self.seq(|r| {
+                Some(Label {
+                    loc: r.loc()?,
+                    message: r.string()?,
+                })
+            })?,
+            object: self.opt(Reader::object)?,
+            bundle: self.opt(Reader::string)?,
+            suppressed: self.opt(|r| {
+                Some(Suppression {
+                    reason: r.string()?,
+                    loc: r.loc()?,
+                })
+            })?,
+        })
+    }
+
+    fn member(&mut self) -> Option<Member> {
+        let kind = match self.u8()? {
+            0 => MemberKind::ServiceAccount,
+            1 => MemberKind::Role,
+            2 => MemberKind::RoleBinding,
+            3 => MemberKind::ConfigMap,
+            4 => MemberKind::Job,
+            _ => return None,
+        };
+        let namespace = self.opt(Reader::string)?;
+        let owner = match self.u8()? {
+            0 => Owner::Known(self.string()?),
+            1 => Owner::Prefix(self.string()?),
+            _ => return None,
+        };
+        let name = self.string()?;
+        let loc = self.at()?;
+        let facts = match self.u8()? {
+            0 => Facts::ServiceAccount,
+            1 => Facts::Role(self.seq(Reader::role_rule)?),
+            2 => Facts::RoleBinding,
+            3 => Facts::ConfigMap(Box::new(self.config_map()?)),
+            4 => Facts::Job(Box::new(self.job()?)),
+            _ => return None,
+        };
+        Some(Member {
+            kind,
+            namespace,
+            owner,
+            name,
+            loc,
+            facts,
+        })
+    }
+
+    fn role_rule(&mut self) -> Option<RoleRule> {
+        Some(RoleRule {
+            groups: self.strings()?,
+            resources: self.strings()?,
+            verbs: self.strings()?,
+            names: self.opt(Reader::strings)?,
+            name_locs: self.seq(Reader::at)?,
+            loc: self.at()?,
+            names_loc: self.opt(Reader::at)?,
+            verbs_loc: self.opt(Reader::at)?,
+        })
+    }
+
+    fn config_map(&mut self) -> Option<ConfigMapFacts> {
+        Some(ConfigMapFacts {
+            plan: self.opt(|r| {
+                Some(Plan {
+                    kind: r.string()?,
+                    secrets: r.strings()?,
+                    generators: r.strings()?,
+                    pods: r.strings()?,
+                })
+            })?,
+            hash_state: self.opt(|r| {
+                let mut chain = [0u32; 8];
+                for word in &mut chain {
+                    *word = r.u32()?;
+                }
+                let pending = r.bytes()?.to_vec();
+                let length = r.u64()?;
+                (pending.len() as u64 == length % 64).then_some(Sha256State {
+                    chain,
+                    pending,
+                    length,
+                })
+            })?,
+            plan_text: self.opt(Reader::string)?,
+            script: self.opt(Reader::string)?,
+            script_loc: self.opt(Reader::at)?,
+        })
+    }
+
+    fn job(&mut self) -> Option<JobFacts> {
+        Some(JobFacts {
+            name: self.string()?,
+            pod_loc: self.at()?,
+            service_account: self.opt(|r| Some((r.string()?, r.at()?)))?,
+            volumes: self.seq(|r| {
+                Some(Volume {
+                    name: r.string()?,
+                    config_map: r.opt(Reader::string)?,
+                    loc: r.at()?,
+                })
+            })?,
+            container_loc: self.opt(Reader::at)?,
+            mounts: self.seq(|r| {
+                Some(Mount {
+                    volume: r.string()?,
+                    path: r.string()?,
+                    loc: r.at()?,
+                })
+            })?,
+            command: self.strings()?,
+            command_loc: self.opt(Reader::at)?,
+            image: self.opt(|r| Some((r.string()?, r.at()?)))?,
+        })
+    }
+}

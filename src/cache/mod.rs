@@ -1,0 +1,270 @@
+//! The cache of `check`: what linting a file produced (its documents' findings, the facts its
+//! bundle members leave, its ignore annotations and counts), kept per file under a key of the
+//! file's bytes and everything else that decides that result: credlint's build, the rule catalog
+//! and the engine options that change verdicts (the configured image, `--policy` files). A run
+//! that finds a file's entry skips reading its YAML; bundles are then assembled, and the
+//! pre-commit narrowing done, from the cached facts as from fresh ones.
+//!
+//! A stage of its own between `lint` and `cli`: it does file-system work the engine should not
+//! know about (the engine only sees the [`Memo`] it is handed), and it encodes the engine's
+//! and the model's types, so it sits above both.
+//!
+//! Entries are files named by their key, written to a temporary name and renamed into place,
+//! so concurrent runs see a whole entry or none. Each entry starts with a magic line, its full
+//! key and a digest of its body: a damaged, truncated or foreign entry is a miss (and is
+//! rewritten), never trusted. When a run wrote entries and the folder holds more than
+//! [`MAX_BYTES`], the least recently used entries are removed.
+
+mod codec;
+
+use crate::lint::engine::{FileOut, Memo, MemoKey, Options};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// The folder used when none is named: in the folder credlint runs in, as ruff's is.
+pub const DEFAULT_DIR: &str = ".credlint_cache";
+/// The environment variable that moves the folder (`--cache-dir` wins over it).
+pub const DIR_VARIABLE: &str = "CREDLINT_CACHE_DIR";
+/// Entries beyond this many bytes in all are pruned, least recently used first, down to 3/4.
+pub const MAX_BYTES: u64 = 256 << 20;
+/// A hit refreshes its entry's time when it is older than this, so pruning keeps what runs use
+/// without a write per hit.
+const REFRESH_AFTER: Duration = Duration::from_secs(3600);
+/// Temporary files older than this were left by a run that died: pruned.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
+
+/// Identifies the format and what wrote it; an entry that does not start with it is foreign.
+const MAGIC: &[u8; 16] = b"credlint-cache1\n";
+/// Magic, key, body digest, body length.
+const HEADER: usize = 16 + 32 + 32 + 8;
+
+pub struct Cache {
+    dir: PathBuf,
+    fingerprint: [u8; 32],
+    temp_counter: AtomicUsize,
+    wrote: AtomicBool,
+}
+
+impl Cache {
+    /// Opens (creating it if needed) the cache in `dir` for runs with `options`. The folder gets
+    /// a `.gitignore` holding `*`, so that no one commits it, and a CACHEDIR.TAG, so that backup
+    /// tools skip it.
+    pub fn open(dir: &Path, options: &Options) -> std::io::Result<Cache> {
+        std::fs::create_dir_all(dir)?;
+        for (name, text) in [
+            (
+                ".gitignore",
+                "# Written by credlint: its cache, never to be committed.\n*\n",
+            ),
+            (
+                "CACHEDIR.TAG",
+                "Signature: 8a477f597d28d172789f06886806bc55\n# credlint's cache (https://bford.info/cachedir/)\n",
+            ),
+        ] {
+            let path = dir.join(name);
+            if !path.exists() {
+                write_atomically(dir, &path, text.as_bytes(), 0)?;
+            }
+        }
+        Ok(Cache {
+            dir: dir.to_path_buf(),
+            fingerprint: fingerprint(options),
+            temp_counter: AtomicUsize::new(0),
+            wrote: AtomicBool::new(false),
+        })
+    }
+
+    fn path(&self, key: &[u8; 32]) -> PathBuf {
+        self.dir.join(hex(key))
+    }
+
+    /// Removes the least recently used entries when the folder holds more than `MAX_BYTES`, and
+    /// temporary files a dead run left. Only after a run that wrote: a warm run lists nothing.
+    pub fn prune(&self) {
+        if self.wrote.load(Ordering::Relaxed) {
+            prune(&self.dir, MAX_BYTES);
+        }
+    }
+}
+
+impl Memo for Cache {
+    fn key(&self, name: &str, bytes: &[u8]) -> MemoKey {
+        let mut state = Sha256::new();
+        state.update(self.fingerprint);
+        state.update((name.len() as u64).to_le_bytes());
+        state.update(name.as_bytes());
+        state.update(bytes);
+        MemoKey(state.finalize().into())
+    }
+
+    fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut> {
+        let path = self.path(&key.0);
+        let mut entry = std::fs::File::open(&path).ok()?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut bytes).ok()?;
+        let body = body(&bytes, &key.0)?;
+        let out = codec::decode(body, file)?;
+        if let Ok(meta) = entry.metadata()
+            && meta
+                .modified()
+                .is_ok_and(|m| m.elapsed().unwrap_or_default() > REFRESH_AFTER)
+        {
+            // A read-only cache still serves: the time only orders pruning.
+            let _ = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .and_then(|f| f.set_modified(SystemTime::now()));
+        }
+        Some(out)
+    }
+
+    fn remember(&self, key: &MemoKey, file: usize, out: &FileOut) {
+        let Some(body) = codec::encode(out, file) else {
+            return;
+        };
+        let mut entry = Vec::with_capacity(HEADER + body.len());
+        entry.extend_from_slice(MAGIC);
+        entry.extend_from_slice(&key.0);
+        entry.extend_from_slice(&digest(&body));
+        entry.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        entry.extend_from_slice(&body);
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        // A cache that cannot be written only makes the next run slower.
+        if write_atomically(&self.dir, &self.path(&key.0), &entry, n).is_ok() {
+            self.wrote.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The body of an entry, when it is whole and was written under `key` by this format.
+fn body<'b>(entry: &'b [u8], key: &[u8; 32]) -> Option<&'b [u8]> {
+    if entry.len() < HEADER || &entry[..16] != MAGIC || &entry[16..48] != key {
+        return None;
+    }
+    let len = u64::from_le_bytes(entry[80..88].try_into().ok()?);
+    let body = &entry[HEADER..];
+    (body.len() as u64 == len && digest(body)[..] == entry[48..80]).then_some(body)
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// What, beside a file's bytes, decides what linting it produces.
+fn fingerprint(options: &Options) -> [u8; 32] {
+    let mut state = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        // Each field with its length, so that no two lists of fields run together the same.
+        state.update((bytes.len() as u64).to_le_bytes());
+        state.update(bytes);
+    };
+    field(MAGIC);
+    field(env!("CARGO_PKG_VERSION").as_bytes());
+    // The digest of the sources the binary was built from (build.rs): a rebuilt credlint of
+    // the same version does not trust what an older build wrote.
+    field(env!("CREDLINT_BUILD_DIGEST").as_bytes());
+    for (name, text) in crate::lint::catalog::RULE_FILES {
+        field(name.as_bytes());
+        field(text.as_bytes());
+    }
+    field(
+        options
+            .credentials_image
+            .as_deref()
+            .unwrap_or("")
+            .as_bytes(),
+    );
+    field(&[
+        u8::from(options.credentials_image.is_some()),
+        u8::from(options.keep.programs),
+    ]);
+    if let Some(set) = &options.policies {
+        for f in &set.files {
+            field(f.display.as_bytes());
+            field(f.text.as_bytes());
+        }
+    }
+    state.finalize().into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes `bytes` to a temporary file in `dir` and renames it to `path`: readers see the old
+/// file or the new one, never part of one.
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8], n: usize) -> std::io::Result<()> {
+    // The time as well as the process id: runs in two containers sharing a cache folder can
+    // have the same id. `create_new`: never write into another run's temporary file.
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let temp = dir.join(format!(".tmp-{}-{nanos}-{n}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)?;
+    let renamed = file
+        .write_all(bytes)
+        .and_then(|_| std::fs::rename(&temp, path));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    renamed
+}
+
+/// Keeps the entries of `dir` under `limit` bytes (down to 3/4 of it once over, so that pruning
+/// is rare), removing the least recently used first, and removes stale temporary files.
+fn prune(dir: &Path, limit: u64) {
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries = Vec::new();
+    let mut total = 0;
+    for e in listing.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let Ok(meta) = e.metadata() else { continue };
+        let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        if name.starts_with(".tmp-") {
+            if modified.elapsed().unwrap_or_default() > STALE_TEMP {
+                let _ = std::fs::remove_file(e.path());
+            }
+        } else if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            total += meta.len();
+            entries.push((modified, meta.len(), e.path()));
+        }
+    }
+    if total <= limit {
+        return;
+    }
+    entries.sort();
+    for (_, len, path) in entries {
+        if total <= limit / 4 * 3 {
+            break;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            total -= len;
+        }
+    }
+}
+
+/// Where the cache of a run goes: `--cache-dir`, else `$CREDLINT_CACHE_DIR`, else
+/// `.credlint_cache` in the current folder; `None` with `--no-cache`.
+pub fn folder(flag: Option<&Path>, disabled: bool) -> Option<PathBuf> {
+    if disabled {
+        return None;
+    }
+    let variable = std::env::var_os(DIR_VARIABLE).filter(|v| !v.is_empty());
+    Some(match (flag, variable) {
+        (Some(dir), _) => dir.to_path_buf(),
+        (None, Some(dir)) => PathBuf::from(dir),
+        (None, None) => PathBuf::from(DEFAULT_DIR),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,170 @@
+use super::*;
+use crate::lint::engine::Engine;
+
+/// A result as the test compares it: everything but the timings.
+fn shown(mut out: FileOut) -> String {
+    out.timings = Default::default();
+    format!("{out:?}")
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("credlint-cache-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Every fixture's result, encoded and decoded into another file number, is the same result
+/// moved to that file; one byte less of any encoding is refused.
+#[test]
+fn every_fixture_result_survives_the_format() {
+    let engine = Engine::new(Options::default()).unwrap();
+    let texts = crate::testkit::fixture_texts();
+    assert!(texts.len() > 100);
+    for text in &texts {
+        let out = engine.lint_bytes(3, "a.yaml", text.as_bytes());
+        let bytes = codec::encode(&out, 3).expect("every place is in file 3");
+        let back = codec::decode(&bytes, 3).expect("decodes");
+        assert_eq!(
+            shown(back),
+            shown(engine.lint_bytes(3, "a.yaml", text.as_bytes())),
+            "{text}"
+        );
+        let moved = codec::decode(&bytes, 7).unwrap();
+        assert_eq!(
+            shown(moved),
+            shown(engine.lint_bytes(7, "a.yaml", text.as_bytes())),
+            "moved to another file number"
+        );
+        for cut in [0, bytes.len() / 2, bytes.len().saturating_sub(1)] {
+            if cut < bytes.len() {
+                assert!(codec::decode(&bytes[..cut], 3).is_none(), "cut at {cut}");
+            }
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(codec::decode(&longer, 3).is_none(), "trailing bytes");
+    }
+    // A result with a place in another file cannot be moved: it is not kept.
+    let mut out = engine.lint_bytes(3, "a.yaml", texts[0].as_bytes());
+    if let Some(f) = out.findings.first_mut() {
+        f.loc.file = 4;
+        assert!(codec::encode(&out, 3).is_none());
+    }
+}
+
+/// Garbage of every length never panics the decoder, and gives nothing or a result (never a
+/// huge allocation: counts are checked against the bytes left).
+#[test]
+fn garbage_is_refused_without_panicking() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for len in 0..2000 {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let _ = codec::decode(&bytes, 0);
+    }
+    // A count of items far beyond the bytes left.
+    assert!(codec::decode(&[0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f], 0).is_none());
+}
+
+#[test]
+fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
+    let dir = temp("entries");
+    let engine = Engine::new(Options::default()).unwrap();
+    let cache = Cache::open(&dir, &Options::default()).unwrap();
+    assert!(
+        std::fs::read_to_string(dir.join(".gitignore"))
+            .unwrap()
+            .lines()
+            .any(|l| l == "*")
+    );
+    let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
+    let out = engine.lint_bytes(0, "a.yaml", &text);
+    let key = cache.key("a.yaml", &text);
+    assert!(cache.recall(&key, 0).is_none(), "empty cache");
+    cache.remember(&key, 0, &out);
+    let path = cache.path(&key.0);
+    let good = std::fs::read(&path).unwrap();
+    assert_eq!(
+        shown(cache.recall(&key, 2).unwrap()),
+        shown(engine.lint_bytes(2, "a.yaml", &text))
+    );
+    // Another key's entry under this key's name, a flipped byte anywhere, a cut, garbage.
+    let other_key = cache.key("a.yaml", b"other bytes");
+    cache.remember(&other_key, 0, &out);
+    let foreign = std::fs::read(cache.path(&other_key.0)).unwrap();
+    let mut damaged = vec![foreign, Vec::new(), b"not an entry".to_vec()];
+    for at in [0, 20, 60, 85, HEADER + 3, good.len() - 1] {
+        let mut b = good.clone();
+        b[at] ^= 0x20;
+        damaged.push(b);
+    }
+    damaged.push(good[..good.len() - 1].to_vec());
+    for (i, bytes) in damaged.iter().enumerate() {
+        std::fs::write(&path, bytes).unwrap();
+        assert!(cache.recall(&key, 0).is_none(), "damage {i} was trusted");
+    }
+    // Other options, another key: the image changes verdicts.
+    let options = Options {
+        credentials_image: Some("registry.example/x:1".into()),
+        ..Options::default()
+    };
+    let other = Cache::open(&dir, &options).unwrap();
+    assert_ne!(other.key("a.yaml", &text).0, key.0);
+    assert_eq!(
+        Cache::open(&dir, &Options::default()).unwrap().key("a.yaml", &text).0,
+        key.0
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pruning_removes_the_least_recently_used_entries_and_stale_temporary_files() {
+    let dir = temp("prune");
+    std::fs::create_dir_all(&dir).unwrap();
+    let now = SystemTime::now();
+    let names: Vec<String> = (0..10).map(|i| format!("{i:064x}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        let f = std::fs::File::create(dir.join(name)).unwrap();
+        f.set_len(100).unwrap();
+        // Entry 0 is the oldest.
+        f.set_modified(now - Duration::from_secs(1000 - i as u64))
+            .unwrap();
+    }
+    let stale = std::fs::File::create(dir.join(".tmp-1-0")).unwrap();
+    stale.set_modified(now - 2 * STALE_TEMP).unwrap();
+    std::fs::write(dir.join(".tmp-1-1"), "a run writing now").unwrap();
+    std::fs::write(dir.join(".gitignore"), "*\n").unwrap();
+    prune(&dir, 2000);
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        12,
+        "under the limit"
+    );
+    prune(&dir, 800);
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut expected: Vec<String> = names[4..].to_vec();
+    expected.extend([".gitignore".to_string(), ".tmp-1-1".to_string()]);
+    expected.sort();
+    assert_eq!(left, expected, "down to 3/4 of the limit, oldest first");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_folder_comes_from_the_flag_then_the_variable_then_the_default() {
+    assert_eq!(folder(None, true), None);
+    assert_eq!(
+        folder(Some(Path::new("x")), false),
+        Some(PathBuf::from("x"))
+    );
+    // The variable is read by the integration tests, which set it per process.
+}

@@ -1,0 +1,348 @@
+//! The cache of `check`: output byte for byte the same with and without it, cold and warm, over
+//! every fixture and a generated tree, with edits between runs; pre-commit narrowing on cached
+//! facts; damaged and foreign entries ignored and rewritten; where the folder goes.
+
+mod common;
+use common::*;
+use credlint::testkit::{self, Rng};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs credlint in `dir` with the cache in `cache` (`None`: `--no-cache`).
+fn run(dir: &Path, cache: Option<&Path>, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_credlint"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CREDLINT_CACHE_DIR");
+    match cache {
+        Some(cache) => command.arg("--cache-dir").arg(cache),
+        None => command.arg("--no-cache"),
+    };
+    command.output().expect("the binary runs")
+}
+
+const ALL_FORMATS: [&str; 5] = ["json", "text", "sarif", "github", "junit"];
+
+/// The cache's entries (not its .gitignore and tag).
+fn entries(cache: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(cache)
+        .map(|l| l.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    out.retain(|p| p.file_name().unwrap().len() == 64);
+    out.sort();
+    out
+}
+
+/// Every format, and `--pre-commit` on `changed`, gives the same bytes and exit code with the
+/// cache (cold and then warm) as without it.
+fn same_with_and_without(
+    dir: &Path,
+    cache: &Path,
+    formats: &[&str],
+    paths: &[&str],
+    changed: &[&str],
+) {
+    let mut runs: Vec<Vec<&str>> = Vec::new();
+    for format in formats {
+        let mut args = vec!["check", "--format", format];
+        args.extend(paths);
+        runs.push(args);
+    }
+    if !changed.is_empty() {
+        let mut args = vec!["check", "--pre-commit", "--format", "json"];
+        args.extend(changed);
+        runs.push(args);
+    }
+    for args in &runs {
+        let fresh = run(dir, None, args);
+        assert!(
+            matches!(fresh.status.code(), Some(0..=1)),
+            "{args:?}: {}",
+            stderr(&fresh)
+        );
+        for pass in ["cold or partly warm", "warm"] {
+            let cached = run(dir, Some(cache), args);
+            assert_eq!(cached.status.code(), fresh.status.code(), "{args:?} {pass}");
+            assert!(
+                cached.stdout == fresh.stdout,
+                "{args:?}, {pass}: the cache changed the output\n--- without\n{}\n--- with\n{}",
+                stdout(&fresh),
+                stdout(&cached)
+            );
+        }
+    }
+}
+
+#[test]
+fn every_fixture_reads_the_same_from_the_cache() {
+    let dir = temp_dir("cache-fixtures");
+    copy_in("fixtures", &dir);
+    let cache = dir.join("cache");
+    same_with_and_without(&dir, &cache, &ALL_FORMATS, &["fixtures"], &[]);
+    let n = entries(&cache).len();
+    // The warm run was served by the cache: no YAML was parsed.
+    let warm = run(&dir, Some(&cache), &["check", "fixtures", "--timings"]);
+    assert!(
+        stderr(&warm).contains("YAML parse 0.000,"),
+        "{}",
+        stderr(&warm)
+    );
+    let cold = run(&dir, None, &["check", "fixtures", "--timings"]);
+    assert!(
+        !stderr(&cold).contains("YAML parse 0.000,"),
+        "{}",
+        stderr(&cold)
+    );
+    assert!(n > 100, "one entry per fixture file: {n}");
+    assert_eq!(
+        std::fs::read_to_string(cache.join(".gitignore"))
+            .unwrap()
+            .lines()
+            .last(),
+        Some("*")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A tree of generated bundles, valid and broken, one file per object of some.
+fn generated(dir: &Path, seed: u64, cases: usize) {
+    let mut c = Rng::new(seed);
+    for i in 0..cases {
+        let case = if i % 3 == 0 {
+            testkit::valid(&mut c)
+        } else {
+            let family = &testkit::FAMILIES[i % testkit::FAMILIES.len()];
+            if family.simulate {
+                testkit::valid(&mut c)
+            } else {
+                testkit::mutant(&mut c, family)
+            }
+        };
+        for (path, text) in &case.files {
+            let target = dir.join(format!("case{i:02}")).join(path);
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            std::fs::write(target, text).unwrap();
+        }
+    }
+}
+
+/// The generated files, sorted.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.path().is_dir() {
+                pending.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_generated_tree_reads_the_same_through_edits() {
+    let dir = temp_dir("cache-tree");
+    let tree = dir.join("tree");
+    generated(&tree, 11, 30);
+    let cache = dir.join("cache");
+    let all = files(&tree);
+    let rel: Vec<String> = all
+        .iter()
+        .map(|p| p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned())
+        .collect();
+    let first = rel[0].as_str();
+    same_with_and_without(&dir, &cache, &ALL_FORMATS, &["tree"], &[first]);
+    // Edits between runs: a name changed (the bundle and the Job-name hash see it), a file
+    // broken, a file emptied, a file removed, a new file, and one reverted to bytes already
+    // cached.
+    let original = std::fs::read(&all[1]).unwrap();
+    let edits: Vec<Box<dyn Fn()>> = vec![
+        Box::new(|| {
+            let text = std::fs::read_to_string(&all[0]).unwrap();
+            std::fs::write(&all[0], text.replacen("name: ", "name: x", 1)).unwrap();
+        }),
+        Box::new(|| std::fs::write(&all[1], "apiVersion: v1\nkind: [\n").unwrap()),
+        Box::new(|| std::fs::write(&all[2], "").unwrap()),
+        Box::new(|| std::fs::remove_file(&all[3]).unwrap()),
+        Box::new(|| {
+            std::fs::copy(&all[4], tree.join("copy.yaml"))
+                .map(|_| ())
+                .unwrap()
+        }),
+        Box::new(|| std::fs::write(&all[1], &original).unwrap()),
+    ];
+    for edit in &edits {
+        edit();
+        same_with_and_without(
+            &dir,
+            &cache,
+            &["json", "text"],
+            &["tree"],
+            &[first, rel[1].as_str()],
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Damage done to an entry, given it and another entry.
+type Harm = dyn Fn(&[u8], &[u8]) -> Vec<u8>;
+
+#[test]
+fn damaged_and_foreign_entries_are_ignored_and_rewritten() {
+    let dir = temp_dir("cache-damaged");
+    copy_in("fixtures/clean", &dir);
+    let cache = dir.join("cache");
+    let args = ["check", "--format", "json", "clean"];
+    let fresh = run(&dir, None, &args);
+    run(&dir, Some(&cache), &args);
+    let list = entries(&cache);
+    assert!(list.len() >= 4, "{list:?}");
+    let good: Vec<Vec<u8>> = list.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    // Truncated, a flipped byte in the body, another entry's bytes, garbage, empty.
+    let damage: Vec<Box<Harm>> = vec![
+        Box::new(|b, _| b[..b.len() - 1].to_vec()),
+        Box::new(|b, _| {
+            let mut b = b.to_vec();
+            let last = b.len() - 1;
+            b[last] ^= 1;
+            b
+        }),
+        Box::new(|_, other| other.to_vec()),
+        Box::new(|_, _| b"{\"not\": \"an entry\"}".to_vec()),
+        Box::new(|_, _| Vec::new()),
+    ];
+    for (i, harm) in damage.iter().enumerate() {
+        for (j, path) in list.iter().enumerate() {
+            std::fs::write(path, harm(&good[j], &good[(j + 1) % good.len()])).unwrap();
+        }
+        let out = run(&dir, Some(&cache), &args);
+        assert!(out.stdout == fresh.stdout, "damage {i}: {}", stdout(&out));
+        for (j, path) in list.iter().enumerate() {
+            assert_eq!(
+                std::fs::read(path).unwrap(),
+                good[j],
+                "damage {i}: entry {j} rewritten"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_folder_is_in_the_current_one_unless_moved_and_no_cache_writes_none() {
+    let dir = temp_dir("cache-where");
+    copy_in("fixtures/clean", &dir);
+    // --no-cache writes nothing.
+    let out = credlint_in(&dir, &["check", "clean", "--no-cache"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!dir.join(".credlint_cache").exists());
+    // By default: .credlint_cache/ in the current folder, ignored by git.
+    let out = Command::new(env!("CARGO_BIN_EXE_credlint"))
+        .args(["check", "clean"])
+        .current_dir(&dir)
+        .env_remove("CREDLINT_CACHE_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let default = dir.join(".credlint_cache");
+    assert!(!entries(&default).is_empty());
+    assert_eq!(
+        std::fs::read_to_string(default.join(".gitignore"))
+            .unwrap()
+            .lines()
+            .last(),
+        Some("*")
+    );
+    // CREDLINT_CACHE_DIR moves it; --cache-dir wins over the variable.
+    let moved = dir.join("moved");
+    let flagged = dir.join("flagged");
+    let out = Command::new(env!("CARGO_BIN_EXE_credlint"))
+        .args(["check", "clean"])
+        .current_dir(&dir)
+        .env("CREDLINT_CACHE_DIR", &moved)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!entries(&moved).is_empty());
+    let out = Command::new(env!("CARGO_BIN_EXE_credlint"))
+        .args(["check", "clean", "--cache-dir", "flagged"])
+        .current_dir(&dir)
+        .env("CREDLINT_CACHE_DIR", &moved)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!entries(&flagged).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_setting_that_changes_verdicts_is_part_of_the_key() {
+    let dir = temp_dir("cache-settings");
+    copy_in("fixtures/clean", &dir);
+    let cache = dir.join("cache");
+    let image = [
+        "check",
+        "clean",
+        "--format",
+        "json",
+        "--credentials-image",
+        "registry.example/other:1",
+    ];
+    let plain = ["check", "clean", "--format", "json"];
+    // Warm for one setting, then the other: each gets its own verdicts.
+    for args in [&plain[..], &image[..], &plain[..], &image[..]] {
+        let fresh = run(&dir, None, args);
+        let cached = run(&dir, Some(&cache), args);
+        assert!(
+            cached.stdout == fresh.stdout,
+            "{args:?}: {}",
+            stdout(&cached)
+        );
+    }
+    assert_ne!(
+        run(&dir, None, &plain).stdout,
+        run(&dir, None, &image).stdout,
+        "the image matters"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn concurrent_runs_share_one_folder_safely() {
+    let dir = temp_dir("cache-concurrent");
+    copy_in("fixtures", &dir);
+    let cache = dir.join("cache");
+    let args = ["check", "fixtures", "--format", "json"];
+    let fresh = run(&dir, None, &args);
+    // Four cold runs at once write the same entries; each sees whole entries or none.
+    let children: Vec<std::process::Child> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_credlint"))
+                .args(args)
+                .arg("--cache-dir")
+                .arg(&cache)
+                .current_dir(&dir)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.stdout == fresh.stdout, "{}", stdout(&out));
+    }
+    let warm = run(&dir, Some(&cache), &args);
+    assert!(warm.stdout == fresh.stdout);
+    let temporary: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
+        .collect();
+    assert!(temporary.is_empty(), "left behind: {temporary:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
