@@ -38,6 +38,9 @@ pub struct Config {
     pub fail_on: Option<Severity>,
     pub credentials_image: Option<String>,
     pub exclude: Option<Vec<String>>,
+    /// `[rules.pragma-misplaced] scope`: `Some(true)` for `"all"` (every file read),
+    /// `Some(false)` for `"bundles"` (the files holding a bundle member, the default).
+    pub pragma_everywhere: Option<bool>,
 }
 
 /// One thing wrong with the file: `path:line: message`.
@@ -82,6 +85,24 @@ pub fn load(path: &Path, shown: &str) -> Result<Config, Vec<ConfigError>> {
 
 const TOP_KEYS: &[&str] = &["rules", "fail-on", "credentials-image", "exclude"];
 const RULES_KEYS: &[&str] = &["select", "ignore", "severity"];
+
+/// The rules that take settings of their own, in a `[rules.<id>]` table: each key with the
+/// values it takes (the first is the default) and what it does.
+pub const RULE_SETTINGS: &[(&str, &[(&str, &[&str], &str)])] = &[(
+    "pragma-misplaced",
+    &[(
+        "scope",
+        &["bundles", "all"],
+        "Which files are searched for misplaced pragmas: those holding a bundle member \
+         (bundles, the default) or every file read (all).",
+    )],
+)];
+
+/// The keys of the top level and of `[rules]` (besides the `[rules.<id>]` tables), for the
+/// schema and its test.
+pub fn known_keys() -> (&'static [&'static str], &'static [&'static str]) {
+    (TOP_KEYS, RULES_KEYS)
+}
 
 /// Parses the text of a config file; every problem found is returned, in file order.
 pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
@@ -167,7 +188,54 @@ impl Reader<'_> {
                 "select" => config.select = self.rule_ids(key, value),
                 "ignore" => config.ignore = self.rule_ids(key, value),
                 "severity" => config.severity = self.severities(value),
+                id if RULE_SETTINGS.iter().any(|(rule, _)| *rule == id) => {
+                    self.rule_settings(key, value, config)
+                }
+                id if self.catalog.rule(id).is_some() => {
+                    let with: Vec<&str> = RULE_SETTINGS.iter().map(|(r, _)| *r).collect();
+                    self.error(
+                        key.span(),
+                        format!(
+                            "the rule `{id}` takes no settings in [rules.{id}] (only {} {})",
+                            with.join(", "),
+                            if with.len() == 1 { "does" } else { "do" }
+                        ),
+                    );
+                }
                 _ => self.unknown(key, RULES_KEYS, Some("rules")),
+            }
+        }
+    }
+
+    /// `[rules.<id>]`: the settings a rule takes (`RULE_SETTINGS`).
+    fn rule_settings(&mut self, key: &Key, value: &Value, config: &mut Config) {
+        let id = key.get_ref().as_ref();
+        let table_name = format!("rules.{id}");
+        let Some(table) = value.get_ref().as_table() else {
+            self.wrong_type(id, value, &format!("a table ([{table_name}])"));
+            return;
+        };
+        let known = RULE_SETTINGS
+            .iter()
+            .find(|(rule, _)| *rule == id)
+            .map_or(&[][..], |(_, keys)| *keys);
+        for (key, value) in table.iter() {
+            let name = key.get_ref().as_ref();
+            let Some((_, values, _)) = known.iter().find(|(k, _, _)| *k == name) else {
+                let names: Vec<&'static str> = known.iter().map(|(k, _, _)| *k).collect();
+                self.unknown(key, &names, Some(&table_name));
+                continue;
+            };
+            let chosen = value.get_ref().as_str().filter(|v| values.contains(v));
+            match (id, name, chosen) {
+                ("pragma-misplaced", "scope", Some(v)) => {
+                    config.pragma_everywhere = Some(v == "all");
+                }
+                (_, _, Some(_)) => {}
+                (_, _, None) => {
+                    let expected: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+                    self.wrong_type(name, value, &expected.join(" or "));
+                }
             }
         }
     }

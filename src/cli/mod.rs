@@ -275,6 +275,7 @@ fn check(args: CheckArgs) -> ExitCode {
         },
         policies,
         threads: args.threads.filter(|&n| n > 0),
+        pragma_everywhere: settings.pragma_everywhere,
     };
     let linted = if args.pre_commit {
         lint_changed(&args.paths, &settings.exclude, options)

@@ -23,6 +23,8 @@ pub struct Settings {
     pub exclude: Vec<String>,
     /// Whether `credlint.io/ignore` annotations are honoured (`--no-inline-ignores` turns off).
     pub inline_ignores: bool,
+    /// `pragma-misplaced` searches every file, not only those holding a bundle member.
+    pub pragma_everywhere: bool,
 }
 
 impl Default for Settings {
@@ -35,6 +37,7 @@ impl Default for Settings {
             credentials_image: None,
             exclude: Vec::new(),
             inline_ignores: true,
+            pragma_everywhere: false,
         }
     }
 }
@@ -127,6 +130,7 @@ impl Settings {
             credentials_image: flags.credentials_image.or(file.credentials_image),
             exclude: flags.exclude.or(file.exclude).unwrap_or_default(),
             inline_ignores: !flags.no_inline_ignores,
+            pragma_everywhere: file.pragma_everywhere.unwrap_or(false),
         }
     }
 
@@ -186,6 +190,7 @@ mod tests {
             fail_on: Some(Severity::Warning),
             credentials_image: Some("from-file".into()),
             exclude: Some(vec!["charts".into()]),
+            pragma_everywhere: Some(true),
         };
         let merged = Settings::merge(
             Some(file.clone()),
@@ -205,6 +210,7 @@ mod tests {
         assert_eq!(merged.credentials_image.as_deref(), Some("from-file"));
         assert_eq!(merged.exclude, ["charts"]);
         assert!(merged.inline_ignores);
+        assert!(merged.pragma_everywhere, "the file's scope, no flag for it");
         let strict = Settings::merge(
             Some(file),
             Flags {
