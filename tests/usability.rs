@@ -124,3 +124,81 @@ fn pragmas_are_judged_in_bundle_files_unless_the_scope_is_all() {
         stderr(&out)
     );
 }
+
+const IMAGE: &str = "registry.example/platform/credentials:1.5.0@sha256:1111111111111111111111111111111111111111111111111111111111111111";
+
+#[test]
+fn policies_read_credlint_toml_as_check_does() {
+    let dir = Scratch::new("policies-config");
+    std::fs::write(
+        dir.join("credlint.toml"),
+        format!(
+            "credentials-image = \"{IMAGE}\"\n[rules]\nignore = [\"job-ttl\"]\n\
+             [rules.severity]\nrole-wildcard = \"warning\"\n"
+        ),
+    )
+    .unwrap();
+    let out = credlint_in(&dir, &["policies"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        !text.contains("name: job-ttl\n"),
+        "an ignored rule has no policy"
+    );
+    assert!(text.contains("name: job-seccomp\n"));
+    assert!(
+        text.contains(&format!("'{IMAGE}'")),
+        "the file's image is baked in"
+    );
+    let wildcard = text
+        .split("\n---\n")
+        .find(|d| d.contains("\n  name: role-wildcard\n"))
+        .unwrap();
+    assert!(
+        wildcard.contains("validationActions: [Warn, Audit]\n"),
+        "{wildcard}"
+    );
+    let without = stdout(&credlint_in(&dir, &["policies", "--no-config"]));
+    assert!(without.contains("name: job-ttl\n"));
+}
+
+#[test]
+fn policies_check_prints_the_command_that_regenerates_what_it_compared() {
+    let dir = Scratch::new("policies-check");
+    let check = [
+        "policies",
+        "--check",
+        "--out",
+        "my policies",
+        "--flavor",
+        "vap",
+        "--audit",
+    ];
+    let out = credlint_in(&dir, &check);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let command = err
+        .lines()
+        .find_map(|l| l.split("run `").nth(1))
+        .and_then(|rest| rest.strip_suffix('`'))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(
+        command,
+        "credlint policies --out 'my policies' --flavor vap --audit"
+    );
+    // Following the advice makes the check pass.
+    let out = credlint_in(
+        &dir,
+        &[
+            "policies",
+            "--out",
+            "my policies",
+            "--flavor",
+            "vap",
+            "--audit",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = credlint_in(&dir, &check);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
