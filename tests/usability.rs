@@ -202,3 +202,182 @@ fn policies_check_prints_the_command_that_regenerates_what_it_compared() {
     let out = credlint_in(&dir, &check);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+const DEMO: &str = "fixtures/demo/broken.yaml";
+
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_credlint"));
+    command.args(args).current_dir(root());
+    for name in [
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "CLICOLOR_FORCE",
+        "CLICOLOR",
+        "COLUMNS",
+        "TERM",
+    ] {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    command.output().unwrap()
+}
+
+#[test]
+fn colour_follows_the_flag_and_the_environment() {
+    let coloured = |args: &[&str], env: &[(&str, &str)]| {
+        let out = run_env(&[&["check", "--no-config", DEMO][..], args].concat(), env);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        stdout(&out).contains("\u{1b}[")
+    };
+    assert!(!coloured(&[], &[]), "a pipe gets no colour");
+    assert!(coloured(&[], &[("FORCE_COLOR", "1")]));
+    assert!(coloured(&[], &[("CLICOLOR_FORCE", "1")]));
+    assert!(!coloured(&[], &[("CLICOLOR_FORCE", "0")]));
+    assert!(!coloured(&[], &[("FORCE_COLOR", "1"), ("NO_COLOR", "1")]));
+    assert!(
+        coloured(&[], &[("FORCE_COLOR", "1"), ("NO_COLOR", "")]),
+        "an empty NO_COLOR is unset"
+    );
+    assert!(coloured(&["--color", "always"], &[]));
+    assert!(coloured(&["--color", "always"], &[("NO_COLOR", "1")]));
+    assert!(!coloured(&["--color", "never"], &[("FORCE_COLOR", "1")]));
+}
+
+#[test]
+fn the_text_report_wraps_at_columns_and_shows_the_real_column() {
+    let out = run_env(&["check", "--no-config", DEMO], &[("COLUMNS", "60")]);
+    let text = stdout(&out);
+    assert!(text.contains("[fixtures/demo/broken.yaml:29:18]"), "{text}");
+    for line in text.lines() {
+        // Source lines and the labels under them are quoted whole at their columns; the
+        // messages and help around them are wrapped.
+        let quoted = line.trim_start().starts_with(|c: char| c.is_ascii_digit())
+            || line.contains('·')
+            || line.contains("╭─[");
+        if !quoted {
+            assert!(line.chars().count() <= 60, "wider than 60: {line:?}");
+        }
+    }
+    let wide = run_env(&["check", "--no-config", DEMO], &[]);
+    assert!(
+        stdout(&wide).contains(
+            "  × Role grants `list`. The credentials Role may only create, get, patch and delete (ADR-072 point 5).\n"
+        ),
+        "into a pipe a message stays on one line: {}",
+        stdout(&wide)
+    );
+}
+
+#[test]
+fn several_reports_in_one_run_and_the_output_flags() {
+    let dir = Scratch::new("outputs");
+    let sarif = dir.join("credlint.sarif");
+    let sarif_arg = sarif.to_string_lossy().into_owned();
+    let out = credlint(&[
+        "check",
+        "--no-config",
+        DEMO,
+        "--format",
+        "sarif",
+        "--output-file",
+        &sarif_arg,
+        "--format",
+        "concise",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let concise = stdout(&out);
+    assert!(
+        concise.starts_with(
+            "fixtures/demo/broken.yaml:29:18: error role-forbidden-verb: Role grants `list`"
+        ),
+        "{concise}"
+    );
+    assert_eq!(
+        concise.lines().count(),
+        7,
+        "six findings and the summary: {concise}"
+    );
+    let log: serde_json::Value = serde_json::from_slice(&std::fs::read(&sarif).unwrap()).unwrap();
+    assert_eq!(log["runs"][0]["results"].as_array().unwrap().len(), 6);
+
+    let quiet = credlint(&[
+        "check",
+        "--no-config",
+        DEMO,
+        "--format",
+        "concise",
+        "--quiet",
+    ]);
+    assert_eq!(stdout(&quiet).lines().count(), 6, "no summary line");
+    let exit_zero = credlint(&["check", "--no-config", DEMO, "--exit-zero", "-q"]);
+    assert_eq!(exit_zero.status.code(), Some(0));
+    let missing = credlint(&["check", "--no-config", DEMO, "nope.yaml", "--exit-zero"]);
+    assert_eq!(
+        missing.status.code(),
+        Some(2),
+        "--exit-zero does not hide a failed run"
+    );
+
+    let stats = credlint(&[
+        "check",
+        "--no-config",
+        "fixtures/role-forbidden-verb",
+        "--statistics",
+    ]);
+    let table = stdout(&stats);
+    let counts: Vec<usize> = table
+        .lines()
+        .filter(|l| !l.contains(" errors, "))
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        counts.windows(2).all(|w| w[0] >= w[1]),
+        "most first: {table}"
+    );
+    assert!(table.contains("  role-forbidden-verb  error  "), "{table}");
+    let stats = credlint(&[
+        "check",
+        "--no-config",
+        "fixtures/role-forbidden-verb",
+        "--statistics",
+        "--format",
+        "json",
+    ]);
+    let rows = json(&stats);
+    let full = json(&credlint(&[
+        "check",
+        "--no-config",
+        "fixtures/role-forbidden-verb",
+        "--format",
+        "json",
+    ]));
+    let counted: u64 = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    let unsuppressed = full["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f.get("suppressed").is_none())
+        .count() as u64;
+    assert_eq!(counted, unsuppressed);
+
+    let clash = credlint(&[
+        "check",
+        "--no-config",
+        DEMO,
+        "--format",
+        "json",
+        "--format",
+        "sarif",
+    ]);
+    assert_eq!(clash.status.code(), Some(2));
+    assert!(
+        stderr(&clash).contains("standard output"),
+        "{}",
+        stderr(&clash)
+    );
+}

@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod docs;
+pub mod output;
 pub mod policies;
 pub mod precommit;
 pub mod settings;
@@ -22,7 +23,7 @@ use crate::model::Severity;
 use crate::report::{self, Texts};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use settings::{Flags, Settings};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -82,8 +83,8 @@ pub struct ConfigArgs {
 pub struct SimulateArgs {
     /// Files and folders holding the bundles; `-` reads standard input.
     pub paths: Vec<String>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: output::OutputArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
     /// The Python interpreter that runs the programs.
@@ -107,8 +108,8 @@ pub struct SimulateArgs {
 pub struct CheckArgs {
     /// Files and folders to lint; `-` reads standard input. With --pre-commit: the changed files.
     pub paths: Vec<String>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: output::OutputArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Only these rules (comma-separated ids).
@@ -161,6 +162,21 @@ pub enum Format {
     Github,
     /// JUnit XML: a test suite per bundle, a test case per rule.
     Junit,
+    /// One line per finding: `file:line:column: severity rule: message`.
+    Concise,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Sarif => "sarif",
+            Format::Github => "github",
+            Format::Junit => "junit",
+            Format::Concise => "concise",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -189,6 +205,22 @@ impl FailOn {
 fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("credlint: {message}");
     ExitCode::from(2)
+}
+
+/// The program: parses the command line (keeping where each `--format` and `--output-file`
+/// stood, to pair them) and runs it.
+pub fn main() -> ExitCode {
+    let matches = Cli::command().get_matches();
+    let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match &mut cli.command {
+        Command::Check(args) => output::locate(&mut args.output, &matches),
+        Command::Simulate(args) => output::locate(&mut args.output, &matches),
+        _ => {}
+    }
+    run(cli)
 }
 
 pub fn run(cli: Cli) -> ExitCode {
@@ -233,6 +265,10 @@ fn settings(args: &ConfigArgs, mut flags: Flags) -> Result<Settings, ExitCode> {
 }
 
 fn check(args: CheckArgs) -> ExitCode {
+    let targets = match args.output.targets() {
+        Ok(targets) => targets,
+        Err(e) => return usage_error(e),
+    };
     if args.policies.iter().any(|p| p == "-") && args.paths.iter().any(|p| p == "-") {
         return usage_error(
             "standard input (`-`) can be read only once: as manifests or as --policy",
@@ -270,7 +306,7 @@ fn check(args: CheckArgs) -> ExitCode {
         credentials_image: settings.credentials_image.clone(),
         // The pre-commit scope and the JUnit suites need the bundles after the run.
         keep: crate::model::members::Keep {
-            bundles: args.pre_commit || args.format == Format::Junit,
+            bundles: args.pre_commit || targets.iter().any(|t| t.format == Format::Junit),
             programs: false,
         },
         policies,
@@ -304,7 +340,7 @@ fn check(args: CheckArgs) -> ExitCode {
         show_suppressed: args.show_suppressed,
         color: false,
     };
-    let code = finish(&outcome, args.format, context);
+    let code = output::finish(&outcome, &args.output, &targets, &context);
     if args.timings {
         let t = &outcome.timings;
         eprintln!(
@@ -333,6 +369,10 @@ fn lint_changed(
 }
 
 fn simulate(args: SimulateArgs) -> ExitCode {
+    let targets = match args.output.targets() {
+        Ok(targets) => targets,
+        Err(e) => return usage_error(e),
+    };
     let flags = Flags {
         fail_on: args.fail_on.map(FailOn::severity),
         ..Flags::default()
@@ -390,7 +430,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         show_suppressed: args.show_suppressed,
         color: false,
     };
-    finish(&outcome, args.format, context)
+    output::finish(&outcome, &args.output, &targets, &context)
 }
 
 /// Collects the inputs and runs the engine; `Err` carries the exit code of a run that could not
@@ -423,43 +463,6 @@ fn lint(
     let engine = Engine::new(options).map_err(usage_error)?;
     let outcome = engine.run(&files, errors);
     Ok((outcome, Texts { stdin }))
-}
-
-/// Writes the report and turns the findings into the exit code: suppressed findings and those
-/// below the fail-on severity do not fail the run.
-fn finish(outcome: &Outcome, format: Format, mut context: report::Context) -> ExitCode {
-    let stdout = std::io::stdout();
-    context.color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mut out = stdout.lock();
-    let written = match format {
-        Format::Json => report::json::write(outcome, &mut out),
-        Format::Sarif => report::sarif::write(outcome, &mut out),
-        Format::Github => report::github::write(outcome, &mut out),
-        Format::Junit => report::junit::write(outcome, &context, &mut out),
-        Format::Text => {
-            let style = report::text::Style {
-                color: context.color,
-                show_suppressed: context.show_suppressed,
-            };
-            report::text::write(outcome, context.texts, &style, &mut out)
-        }
-    };
-    if let Err(e) = written.and_then(|_| out.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return usage_error(format!("cannot write the report: {e}"));
-    }
-    if !outcome.input_errors.is_empty() {
-        for e in &outcome.input_errors {
-            eprintln!("credlint: {}: {}", e.path, e.message);
-        }
-        return ExitCode::from(2);
-    }
-    if outcome.findings.iter().any(|f| f.fails_at(context.fail_on)) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
 }
 
 /// Reads standard input once, up front, when it is among the inputs, so both the engine and
