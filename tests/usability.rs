@@ -381,3 +381,93 @@ fn several_reports_in_one_run_and_the_output_flags() {
         stderr(&clash)
     );
 }
+
+/// fixtures/demo/broken.yaml as `helm template` writes it: each document after `---` and a
+/// `# Source: CHART/templates/FILE` line, one template per kind.
+fn helm_rendered() -> String {
+    let text = std::fs::read_to_string(root().join(DEMO)).unwrap();
+    let mut out = String::new();
+    for document in text.split("\n---\n") {
+        let kind = document
+            .lines()
+            .find_map(|l| l.strip_prefix("kind: "))
+            .unwrap()
+            .to_lowercase();
+        let body = document.trim_start_matches("---\n");
+        out.push_str(&format!(
+            "---\n# Source: shop/templates/{kind}.yaml\n{body}\n"
+        ));
+    }
+    out
+}
+
+#[test]
+fn findings_name_the_helm_template_of_their_document() {
+    let dir = Scratch::new("helm");
+    std::fs::write(dir.join("rendered.yaml"), helm_rendered()).unwrap();
+    let json_out = credlint_in(
+        &dir,
+        &["check", "--no-config", "rendered.yaml", "--format", "json"],
+    );
+    let report = json(&json_out);
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 6, "{report}");
+    for f in findings {
+        let kind = f["object"]["kind"].as_str().unwrap().to_lowercase();
+        assert_eq!(f["source"], format!("shop/templates/{kind}.yaml"), "{f}");
+    }
+    let sarif = json(&credlint_in(
+        &dir,
+        &["check", "--no-config", "rendered.yaml", "--format", "sarif"],
+    ));
+    let result = &sarif["runs"][0]["results"][0];
+    assert!(
+        result["message"]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("(from the Helm template shop/templates/role.yaml)"),
+        "{result}"
+    );
+    assert_eq!(result["properties"]["source"], "shop/templates/role.yaml");
+    let text = stdout(&credlint_in(
+        &dir,
+        &["check", "--no-config", "rendered.yaml"],
+    ));
+    assert!(
+        text.contains("  from the Helm template shop/templates/job.yaml\n"),
+        "{text}"
+    );
+    let concise = stdout(&credlint_in(
+        &dir,
+        &[
+            "check",
+            "--no-config",
+            "rendered.yaml",
+            "--format",
+            "concise",
+        ],
+    ));
+    assert!(
+        concise
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("(from shop/templates/role.yaml)"),
+        "{concise}"
+    );
+    // Without the comments nothing is claimed.
+    let plain = json(&credlint(&[
+        "check",
+        "--no-config",
+        DEMO,
+        "--format",
+        "json",
+    ]));
+    assert!(
+        plain["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f.get("source").is_none())
+    );
+}
