@@ -96,3 +96,26 @@ fn documentation_links_only_files_in_the_repository() {
         }
     }
 }
+
+/// `credlint config-schema` prints the checked-in docs/credlint.schema.json (the test against
+/// the parser is beside the generator, in src/cli/config_schema.rs).
+#[test]
+fn the_config_schema_is_current() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join(credlint::cli::config_schema::PATH);
+    let generated = credlint::cli::config_schema::text();
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "docs/credlint.schema.json is stale: run `UPDATE_DOCS=1 cargo test --test docs` (or \
+         `cargo run -- config-schema > docs/credlint.schema.json`)"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_credlint"))
+        .arg("config-schema")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), generated);
+}

@@ -471,3 +471,88 @@ fn findings_name_the_helm_template_of_their_document() {
             .all(|f| f.get("source").is_none())
     );
 }
+
+#[test]
+fn per_path_entries_accept_findings_by_glob_with_their_reason() {
+    let dir = Scratch::new("per-path");
+    std::fs::create_dir_all(dir.join("charts/legacy/templates")).unwrap();
+    std::fs::create_dir_all(dir.join("rendered")).unwrap();
+    std::fs::copy(
+        root().join(DEMO),
+        dir.join("charts/legacy/templates/bundle.yaml"),
+    )
+    .unwrap();
+    std::fs::copy(root().join(DEMO), dir.join("rendered/bundle.yaml")).unwrap();
+    std::fs::write(
+        dir.join("credlint.toml"),
+        "[rules]\nignore = [\"schema\"]\n\n[[per-path]]\npaths = [\"charts/legacy/**\"]\n\
+         ignore = [\"job-image-pinned\", \"job-name-hash\"]\nreason = \"retired in Q3 (PLAT-9)\"\n",
+    )
+    .unwrap();
+    let out = credlint_in(&dir, &["check", ".", "--format", "json"]);
+    let report = json(&out);
+    let findings = report["findings"].as_array().unwrap();
+    let accepted: Vec<&serde_json::Value> = findings
+        .iter()
+        .filter(|f| f.get("suppressed").is_some())
+        .collect();
+    assert_eq!(accepted.len(), 2, "{report}");
+    for f in &accepted {
+        assert!(
+            f["file"].as_str().unwrap().contains("charts/legacy/"),
+            "{f}"
+        );
+        assert_eq!(f["suppressed"]["reason"], "retired in Q3 (PLAT-9)");
+        assert_eq!(f["suppressed"]["file"], "credlint.toml");
+        assert_eq!(f["suppressed"]["line"], 4);
+    }
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["rule"] == "job-image-pinned" && f.get("suppressed").is_none()),
+        "rendered/ is not matched"
+    );
+    let text = stdout(&credlint_in(&dir, &["check", ".", "--show-suppressed"]));
+    assert!(
+        text.contains("2 findings suppressed by [[per-path]]:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"retired in Q3 (PLAT-9)\" ([[per-path]] at credlint.toml:4)"),
+        "{text}"
+    );
+
+    std::fs::write(
+        dir.join("credlint.toml"),
+        "[[per-path]]\npaths = [\"charts/[\"]\nignore = [\"job-ttl\"]\n",
+    )
+    .unwrap();
+    let out = credlint_in(&dir, &["check", "."]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("credlint.toml:2: `charts/[` is not a glob"),
+        "{err}"
+    );
+    assert!(err.contains("a [[per-path]] entry needs reason"), "{err}");
+}
+
+#[test]
+fn an_unpinned_or_malformed_credentials_image_is_refused_up_front() {
+    for image in [
+        "registry.example/credentials:1.5",
+        "x@sha256:abc",
+        "@sha256:0000",
+    ] {
+        let out = credlint(&["check", "--no-config", DEMO, "--credentials-image", image]);
+        assert_eq!(out.status.code(), Some(2), "{image}");
+        assert!(stdout(&out).is_empty());
+        assert!(
+            stderr(&out).contains("--credentials-image must be"),
+            "{}",
+            stderr(&out)
+        );
+        let out = credlint(&["policies", "--no-config", "--credentials-image", image]);
+        assert_eq!(out.status.code(), Some(2), "{image}");
+    }
+}

@@ -7,6 +7,7 @@
 //! below needs them.
 
 pub mod config;
+pub mod config_schema;
 pub mod docs;
 pub mod output;
 pub mod policies;
@@ -57,6 +58,9 @@ pub enum Command {
     /// Run each bundle's create.py with the local python3 against a fake Kubernetes API server,
     /// in every scenario of ADR-072, and report what it does wrong.
     Simulate(SimulateArgs),
+    /// Print a JSON Schema of credlint.toml, for editors that validate and complete it (the
+    /// same text as docs/credlint.schema.json).
+    ConfigSchema,
     /// Print a shell completion script (e.g. `credlint completions bash > /etc/bash_completion.d/credlint`).
     Completions {
         #[arg(value_enum)]
@@ -231,6 +235,13 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Policies(args) => crate::cli::policies::run(args),
         Command::Simulate(args) => simulate(args),
         Command::Completions { shell } => completions(shell),
+        Command::ConfigSchema => {
+            let text = config_schema::text();
+            match std::io::stdout().lock().write_all(text.as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => usage_error(e),
+                _ => ExitCode::SUCCESS,
+            }
+        }
     }
 }
 

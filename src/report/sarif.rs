@@ -292,7 +292,8 @@ fn result<'a>(
             .suppressed
             .iter()
             .map(|s| Suppression {
-                kind: "inSource",
+                // An annotation stands in the manifest; a [[per-path]] entry in credlint.toml.
+                kind: if s.per_path { "external" } else { "inSource" },
                 status: "accepted",
                 justification: s.reason.clone(),
                 location: location(outcome, &s.loc, None, None),

@@ -251,17 +251,28 @@ fn suppressed(
         return Ok(());
     }
     let n = accepted.len();
+    let inline = accepted
+        .iter()
+        .any(|f| f.suppressed.as_ref().is_some_and(|s| !s.per_path));
+    let config = accepted
+        .iter()
+        .any(|f| f.suppressed.as_ref().is_some_and(|s| s.per_path));
+    let by = match (inline, config) {
+        (true, true) => format!("{IGNORE_ANNOTATION} and [[per-path]]"),
+        (false, true) => "[[per-path]]".to_string(),
+        _ => IGNORE_ANNOTATION.to_string(),
+    };
     if !style.show_suppressed {
         return writeln!(
             out,
-            "{n} {} suppressed by {IGNORE_ANNOTATION} (--show-suppressed lists {})",
+            "{n} {} suppressed by {by} (--show-suppressed lists {})",
             plural(n, "finding", "findings"),
             plural(n, "it", "them"),
         );
     }
     writeln!(
         out,
-        "{n} {} suppressed by {IGNORE_ANNOTATION}:",
+        "{n} {} suppressed by {by}:",
         plural(n, "finding", "findings")
     )?;
     for f in accepted {
@@ -272,13 +283,18 @@ fn suppressed(
             .map_or(String::new(), |o| format!(" on {o}"));
         writeln!(
             out,
-            "  {} {}:{}:{} {}{on}: \"{}\" (annotation at {}:{})",
+            "  {} {}:{}:{} {}{on}: \"{}\" ({} at {}:{})",
             f.severity,
             super::file_name(outcome, f.loc.file),
             f.loc.line,
             f.loc.column,
             f.rule,
             s.reason,
+            if s.per_path {
+                "[[per-path]]"
+            } else {
+                "annotation"
+            },
             super::file_name(outcome, s.loc.file),
             s.loc.line,
         )?;
