@@ -556,3 +556,84 @@ fn an_unpinned_or_malformed_credentials_image_is_refused_up_front() {
         assert_eq!(out.status.code(), Some(2), "{image}");
     }
 }
+
+#[test]
+fn a_generate_name_job_is_told_to_take_its_name() {
+    let dir = Scratch::new("generate-name");
+    let text = std::fs::read_to_string(root().join("fixtures/clean/cache.yaml")).unwrap();
+    let renamed = text.replacen(
+        "  name: shop-sessions-credentials-dab36b97\n",
+        "  generateName: shop-sessions-credentials-\n",
+        1,
+    );
+    assert_ne!(renamed, text);
+    std::fs::write(dir.join("cache.yaml"), renamed).unwrap();
+    let report = json(&credlint_in(
+        &dir,
+        &["check", "--no-config", "cache.yaml", "--format", "json"],
+    ));
+    let hash = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "job-name-hash")
+        .unwrap_or_else(|| panic!("{report}"));
+    let message = hash["message"].as_str().unwrap();
+    assert!(!message.contains("``"), "{message}");
+    assert!(
+        message.contains("no `metadata.name`")
+            && message.contains("shop-sessions-credentials-dab36b97"),
+        "{message}"
+    );
+    let text = stdout(&credlint_in(&dir, &["check", "--no-config", "cache.yaml"]));
+    assert!(text.contains("Job without metadata.name"), "{text}");
+}
+
+#[test]
+fn usage_messages_say_one_thing_once() {
+    let out = credlint(&["check", "--no-config", "no/such/path"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("no/such/path"));
+
+    let out = credlint(&[
+        "simulate",
+        "--no-config",
+        "--timeout",
+        "0",
+        "fixtures/clean/cache.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--timeout must be at least 1"),
+        "{}",
+        stderr(&out)
+    );
+
+    let rules = stdout(&credlint(&["rules"]));
+    let starts = |column: usize| -> std::collections::BTreeSet<usize> {
+        rules
+            .lines()
+            .map(|l| {
+                let mut at = 0;
+                let mut seen = 0;
+                let mut blank = true;
+                for (i, c) in l.char_indices() {
+                    if c == ' ' {
+                        blank = true;
+                    } else if blank {
+                        blank = false;
+                        if seen == column {
+                            at = i;
+                            break;
+                        }
+                        seen += 1;
+                    }
+                }
+                at
+            })
+            .collect()
+    };
+    assert_eq!(starts(1).len(), 1, "the severity column lines up:\n{rules}");
+    assert_eq!(starts(2).len(), 1, "the scope column lines up:\n{rules}");
+}

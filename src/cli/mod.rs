@@ -380,6 +380,9 @@ fn lint_changed(
 }
 
 fn simulate(args: SimulateArgs) -> ExitCode {
+    if args.timeout == 0 {
+        return usage_error("--timeout must be at least 1 second: it bounds each run of a program");
+    }
     let targets = match args.output.targets() {
         Ok(targets) => targets,
         Err(e) => return usage_error(e),
@@ -406,7 +409,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
     };
     let sim = crate::runtime::simulate::SimOptions {
         python: args.python.clone(),
-        timeout: std::time::Duration::from_secs(args.timeout.max(1)),
+        timeout: std::time::Duration::from_secs(args.timeout),
     };
     let (findings, skipped) = match crate::cli::simulate::run(&outcome.bundles, &sim) {
         Ok(result) => result,
@@ -463,6 +466,10 @@ fn lint(
     if files.is_empty() {
         for e in &errors {
             eprintln!("credlint: {}: {}", e.path, e.message);
+        }
+        // Each path that could not be read said why; "nothing to lint" would say it twice.
+        if !errors.is_empty() {
+            return Err(ExitCode::from(2));
         }
         return Err(usage_error(format!(
             "nothing to lint: no *.yaml, *.yml or *.json file in {}",
@@ -529,16 +536,27 @@ fn rules(format: CatalogFormat) -> ExitCode {
     let catalog = Catalog::get();
     let mut out = std::io::stdout().lock();
     let result = match format {
-        CatalogFormat::Text => catalog.rules.iter().try_for_each(|r| {
-            writeln!(
-                out,
-                "{:<28} {:<8} {:<8} {}",
-                r.id,
-                r.severity,
-                r.scope.as_str(),
-                r.title
-            )
-        }),
+        CatalogFormat::Text => {
+            // Columns as wide as their longest entry, so every row lines up.
+            let id = catalog.rules.iter().map(|r| r.id.len()).max().unwrap_or(0);
+            let severity = "warning".len();
+            let scope = catalog
+                .rules
+                .iter()
+                .map(|r| r.scope.as_str().len())
+                .max()
+                .unwrap_or(0);
+            catalog.rules.iter().try_for_each(|r| {
+                writeln!(
+                    out,
+                    "{:<id$}  {:<severity$}  {:<scope$}  {}",
+                    r.id,
+                    r.severity.as_str(),
+                    r.scope.as_str(),
+                    r.title
+                )
+            })
+        }
         CatalogFormat::Json => {
             let rules: Vec<serde_json::Value> = catalog.rules.iter().map(rule_json).collect();
             serde_json::to_writer_pretty(&mut out, &rules)

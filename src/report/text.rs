@@ -374,6 +374,7 @@ fn diagnostic(
 
 fn label_text(f: &Finding) -> String {
     match &f.object {
+        Some(o) if o.name.is_empty() => format!("{} without metadata.name", o.kind),
         Some(o) => format!("{} {}", o.kind, o.name),
         None => "here".to_string(),
     }
