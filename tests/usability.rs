@@ -637,3 +637,24 @@ fn usage_messages_say_one_thing_once() {
     assert_eq!(starts(1).len(), 1, "the severity column lines up:\n{rules}");
     assert_eq!(starts(2).len(), 1, "the scope column lines up:\n{rules}");
 }
+
+#[test]
+fn shell_completions_offer_the_rule_ids() {
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout(&credlint(&["completions", shell]));
+        for rule in ["role-forbidden-verb", "pragma-misplaced", "job-ttl"] {
+            assert!(script.contains(rule), "{shell} completes {rule}");
+        }
+    }
+    // Offering ids does not restrict them: a policy id still passes to credlint's own check.
+    let out = credlint(&[
+        "check",
+        "--no-config",
+        DEMO,
+        "--ignore",
+        "policy:*",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}

@@ -51,6 +51,7 @@ pub enum Command {
     /// Say what a rule checks, why (with the ADR point), and how to fix it.
     Explain {
         /// A rule id, e.g. role-forbidden-verb.
+        #[arg(value_parser = RuleId, hide_possible_values = true)]
         id: String,
     },
     /// The Kyverno policies generated from the object rules.
@@ -66,6 +67,33 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// A rule id on the command line: any text is taken (unknown ids get credlint's own message,
+/// with a suggestion, and `policy:<name>` ids come from --policy files), but the catalog's ids
+/// are offered to the shell completion scripts.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleId;
+
+impl clap::builder::TypedValueParser for RuleId {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(command, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(Catalog::get().rules.iter().map(|r| {
+            clap::builder::PossibleValue::new(r.id.as_str()).help(r.title.as_str())
+        })))
+    }
 }
 
 /// Where the settings come from.
@@ -117,10 +145,10 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Only these rules (comma-separated ids).
-    #[arg(long, value_delimiter = ',', value_name = "ID,...")]
+    #[arg(long, value_delimiter = ',', value_name = "ID,...", value_parser = RuleId, hide_possible_values = true)]
     pub select: Option<Vec<String>>,
     /// Not these rules (comma-separated ids).
-    #[arg(long, value_delimiter = ',', value_name = "ID,...")]
+    #[arg(long, value_delimiter = ',', value_name = "ID,...", value_parser = RuleId, hide_possible_values = true)]
     pub ignore: Option<Vec<String>>,
     /// The lowest severity that makes the run fail (exit 1) [default: error].
     #[arg(long, value_enum)]
