@@ -658,3 +658,55 @@ fn shell_completions_offer_the_rule_ids() {
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
+
+#[test]
+fn simulate_reports_a_missing_role_name_once_at_the_role_rule() {
+    let dir = Scratch::new("simulate-group");
+    let text = std::fs::read_to_string(root().join("fixtures/clean/cache.yaml")).unwrap();
+    let broken = text.replacen(
+        "    resourceNames: [shop-sessions-0]",
+        "    resourceNames: [shop-sessions-1]",
+        1,
+    );
+    assert_ne!(broken, text);
+    std::fs::write(dir.join("cache.yaml"), &broken).unwrap();
+    let out = credlint_in(
+        &dir,
+        &[
+            "simulate",
+            "--no-config",
+            "cache.yaml",
+            "--format",
+            "json",
+            "--timeout",
+            "5",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = json(&out);
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "one cause, one finding: {report}");
+    let f = &findings[0];
+    assert_eq!(f["rule"], "runtime-unauthorized-request");
+    let line = broken
+        .lines()
+        .position(|l| l == "    resourceNames: [shop-sessions-1]")
+        .unwrap()
+        + 1;
+    assert_eq!(f["line"], line, "at the Role rule that lacks the name: {f}");
+    assert_eq!(f["object"]["kind"], "Role");
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.contains("`shop-sessions-0` is planned but not among this rule's resourceNames"),
+        "{message}"
+    );
+    assert!(
+        message.contains("a-empty-namespace (runs 1, 2)"),
+        "{message}"
+    );
+    assert!(message.contains("runtime-failed"), "{message}");
+    assert_eq!(
+        f["related"][0]["message"],
+        "the program sends the request here"
+    );
+}

@@ -121,9 +121,13 @@ const TOP_KEYS: &[&str] = &[
 const PER_PATH_KEYS: &[&str] = &["paths", "ignore", "reason"];
 const RULES_KEYS: &[&str] = &["select", "ignore", "severity"];
 
+/// One setting of a rule: its key, the values it takes (the first is the default), and what it
+/// does.
+pub type RuleSetting = (&'static str, &'static [&'static str], &'static str);
+
 /// The rules that take settings of their own, in a `[rules.<id>]` table: each key with the
 /// values it takes (the first is the default) and what it does.
-pub const RULE_SETTINGS: &[(&str, &[(&str, &[&str], &str)])] = &[(
+pub const RULE_SETTINGS: &[(&str, &[RuleSetting])] = &[(
     "pragma-misplaced",
     &[(
         "scope",

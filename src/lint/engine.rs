@@ -536,7 +536,8 @@ impl Engine {
         let mut emit = Emit::new(self.catalog);
         let mut header_lines = Vec::new();
         let mut waiting = Vec::new();
-        for range in ranges.iter().cloned() {
+        for range in ranges {
+            let range = range.clone();
             if let Some(&(at, byte)) = invalid.iter().find(|(at, _)| range.contains(at)) {
                 let loc = source.loc(Span::new(at, at + 1));
                 let message = format!(
@@ -691,9 +692,7 @@ impl Engine {
         }
         verdicts.finish();
 
-        let Some(kind) = member_kind else {
-            return None;
-        };
+        let kind = member_kind?;
         let owner = owner.unwrap_or_default();
         let mut plan = None;
         match kind {
