@@ -33,10 +33,7 @@ fn main() {
     assert_eq!(outcome.findings.len(), 1, "the appended fault is found");
     let finding = outcome.findings[0].clone();
     let texts = Texts { stdin: None };
-    let style = text::Style {
-        color: false,
-        show_suppressed: false,
-    };
+    let style = text::Style::default();
     let time = |outcome: &credlint::lint::engine::Outcome| {
         let started = Instant::now();
         let mut sink = Vec::new();

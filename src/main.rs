@@ -1,5 +1,3 @@
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    credlint::cli::run(credlint::cli::Cli::parse())
+    credlint::cli::main()
 }

@@ -48,6 +48,7 @@ pub fn decode(bytes: &[u8], file: usize) -> Option<FileOut> {
     })?;
     // Trailing bytes mean a writer this reader does not know.
     (r.at == bytes.len()).then(|| FileOut {
+        places: Vec::new(),
         findings,
         members,
         ignores,
@@ -176,10 +177,19 @@ impl Writer {
         });
         self.opt(object, Writer::object);
         self.opt(bundle, |w, b| w.str(b));
-        self.opt(suppressed, |w, Suppression { reason, loc }| {
-            w.str(reason);
-            w.loc(loc);
-        });
+        self.opt(
+            suppressed,
+            |w,
+             Suppression {
+                 reason,
+                 loc,
+                 per_path,
+             }| {
+                w.str(reason);
+                w.loc(loc);
+                w.u8(u8::from(*per_path));
+            },
+        );
     }
 
     fn member(&mut self, m: &Member) {
@@ -472,6 +482,7 @@ impl<'b> Reader<'b> {
                 Some(Suppression {
                     reason: r.string()?,
                     loc: r.loc()?,
+                    per_path: r.flag()?,
                 })
             })?,
         })

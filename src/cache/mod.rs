@@ -155,6 +155,15 @@ fn digest(bytes: &[u8]) -> [u8; 32] {
 
 /// What, beside a file's bytes, decides what linting it produces.
 fn fingerprint(options: &Options) -> [u8; 32] {
+    // Named field by field, so that an option added to the engine fails to compile here until
+    // it is either part of the key or said not to change verdicts.
+    let Options {
+        credentials_image,
+        keep,
+        policies,
+        threads: _,
+        pragma_everywhere,
+    } = options;
     let mut state = Sha256::new();
     let mut field = |bytes: &[u8]| {
         // Each field with its length, so that no two lists of fields run together the same.
@@ -170,18 +179,13 @@ fn fingerprint(options: &Options) -> [u8; 32] {
         field(name.as_bytes());
         field(text.as_bytes());
     }
-    field(
-        options
-            .credentials_image
-            .as_deref()
-            .unwrap_or("")
-            .as_bytes(),
-    );
+    field(credentials_image.as_deref().unwrap_or("").as_bytes());
     field(&[
-        u8::from(options.credentials_image.is_some()),
-        u8::from(options.keep.programs),
+        u8::from(credentials_image.is_some()),
+        u8::from(keep.programs),
+        u8::from(*pragma_everywhere),
     ]);
-    if let Some(set) = &options.policies {
+    if let Some(set) = policies {
         for f in &set.files {
             field(f.display.as_bytes());
             field(f.text.as_bytes());

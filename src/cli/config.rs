@@ -38,7 +38,36 @@ pub struct Config {
     pub fail_on: Option<Severity>,
     pub credentials_image: Option<String>,
     pub exclude: Option<Vec<String>>,
+    /// `[rules.pragma-misplaced] scope`: `Some(true)` for `"all"` (every file read),
+    /// `Some(false)` for `"bundles"` (the files holding a bundle member, the default).
+    pub pragma_everywhere: Option<bool>,
+    /// `[[per-path]]`: findings accepted in the files some globs match.
+    pub per_path: Vec<PerPath>,
+    /// The file read and how messages name it (set by [`load`]).
+    pub file: Option<(PathBuf, String)>,
 }
+
+/// One `[[per-path]]` entry: the rules whose findings are accepted in the files the globs
+/// match (relative to the folder of credlint.toml), and why.
+#[derive(Clone, Debug)]
+pub struct PerPath {
+    pub paths: Vec<String>,
+    pub rules: Vec<String>,
+    pub reason: String,
+    /// The line of the entry's `[[per-path]]` header (1-based), where the report points.
+    pub line: usize,
+    pub globs: globset::GlobSet,
+}
+
+// The globs are made from `paths`: equal paths, equal globs.
+impl PartialEq for PerPath {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.paths, &self.rules, &self.reason, self.line)
+            == (&other.paths, &other.rules, &other.reason, other.line)
+    }
+}
+
+impl Eq for PerPath {}
 
 /// One thing wrong with the file: `path:line: message`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,11 +112,42 @@ pub fn load(path: &Path, shown: &str) -> Result<Config, Vec<ConfigError>> {
     };
     let bytes = crate::load::input::read_bounded(path, MAX_CONFIG_BYTES).map_err(whole)?;
     let text = String::from_utf8(bytes).map_err(|_| whole("the file is not UTF-8".into()))?;
-    parse(shown, &text)
+    let mut config = parse(shown, &text)?;
+    config.file = Some((path.to_path_buf(), shown.to_string()));
+    Ok(config)
 }
 
-const TOP_KEYS: &[&str] = &["rules", "fail-on", "credentials-image", "exclude"];
+const TOP_KEYS: &[&str] = &[
+    "rules",
+    "fail-on",
+    "credentials-image",
+    "exclude",
+    "per-path",
+];
+const PER_PATH_KEYS: &[&str] = &["paths", "ignore", "reason"];
 const RULES_KEYS: &[&str] = &["select", "ignore", "severity"];
+
+/// One setting of a rule: its key, the values it takes (the first is the default), and what it
+/// does.
+pub type RuleSetting = (&'static str, &'static [&'static str], &'static str);
+
+/// The rules that take settings of their own, in a `[rules.<id>]` table: each key with the
+/// values it takes (the first is the default) and what it does.
+pub const RULE_SETTINGS: &[(&str, &[RuleSetting])] = &[(
+    "pragma-misplaced",
+    &[(
+        "scope",
+        &["bundles", "all"],
+        "Which files are searched for misplaced pragmas: those holding a bundle member \
+         (bundles, the default) or every file read (all).",
+    )],
+)];
+
+/// The keys of the top level and of `[rules]` (besides the `[rules.<id>]` tables), for the
+/// schema and its test.
+pub fn known_keys() -> [&'static [&'static str]; 3] {
+    [TOP_KEYS, RULES_KEYS, PER_PATH_KEYS]
+}
 
 /// Parses the text of a config file; every problem found is returned, in file order.
 pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
@@ -113,8 +173,15 @@ pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
         match key.get_ref().as_ref() {
             "rules" => reader.rules(value, &mut config),
             "fail-on" => config.fail_on = reader.severity(key, value),
-            "credentials-image" => config.credentials_image = reader.string(key, value),
+            "credentials-image" => {
+                config.credentials_image = reader.string(key, value);
+                if let Some(problem) = config.credentials_image.as_deref().and_then(image_problem) {
+                    reader.error(value.span(), format!("`credentials-image` {problem}"));
+                    config.credentials_image = None;
+                }
+            }
             "exclude" => config.exclude = reader.strings(key, value),
+            "per-path" => config.per_path = reader.per_path(value),
             _ => reader.unknown(key, TOP_KEYS, None),
         }
     }
@@ -124,6 +191,28 @@ pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
         reader.errors.sort_by_key(|e| e.line);
         Err(reader.errors)
     }
+}
+
+/// What is wrong with a configured credentials image, if anything: it must be pinned by digest
+/// (`name@sha256:<64 lowercase hex>`), since every Job is compared with it and must itself be
+/// pinned (`job-image-pinned`); an unpinned one would fail every Job instead of being refused.
+pub fn image_problem(image: &str) -> Option<String> {
+    let (name, digest) = match image.rsplit_once('@') {
+        Some(parts) => parts,
+        None => {
+            return Some(format!(
+                "must be pinned by digest (`name@sha256:<64 hex>`): `{image}` has no digest"
+            ));
+        }
+    };
+    let hex = digest.strip_prefix("sha256:").unwrap_or("");
+    let name_ok = !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == '@');
+    let digest_ok = hex.len() == 64
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    (!(name_ok && digest_ok))
+        .then(|| format!("must be `name@sha256:<64 lowercase hex>`: `{image}` is malformed"))
 }
 
 type Key<'i> = Spanned<std::borrow::Cow<'i, str>>;
@@ -173,7 +262,153 @@ impl Reader<'_> {
                 "select" => config.select = self.rule_ids(key, value),
                 "ignore" => config.ignore = self.rule_ids(key, value),
                 "severity" => config.severity = self.severities(value),
+                id if RULE_SETTINGS.iter().any(|(rule, _)| *rule == id) => {
+                    self.rule_settings(key, value, config)
+                }
+                id if self.catalog.rule(id).is_some() => {
+                    let with: Vec<&str> = RULE_SETTINGS.iter().map(|(r, _)| *r).collect();
+                    self.error(
+                        key.span(),
+                        format!(
+                            "the rule `{id}` takes no settings in [rules.{id}] (only {} {})",
+                            with.join(", "),
+                            if with.len() == 1 { "does" } else { "do" }
+                        ),
+                    );
+                }
                 _ => self.unknown(key, RULES_KEYS, Some("rules")),
+            }
+        }
+    }
+
+    /// `[[per-path]]` entries: `paths` (globs), `ignore` (rule ids) and `reason`, all required.
+    fn per_path(&mut self, value: &Value) -> Vec<PerPath> {
+        let Some(items) = value.get_ref().as_array() else {
+            self.wrong_type("per-path", value, "a list of tables ([[per-path]])");
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in items.iter() {
+            let Some(table) = item.get_ref().as_table() else {
+                self.wrong_type("per-path", item, "a list of tables ([[per-path]])");
+                continue;
+            };
+            let line = self.header_line(item.span().start);
+            let (mut paths, mut rules, mut reason) = (None, None, None);
+            for (key, value) in table.iter() {
+                match key.get_ref().as_ref() {
+                    "paths" => paths = self.globs(key, value),
+                    "ignore" => rules = self.rule_ids(key, value),
+                    "reason" => {
+                        reason = self.string(key, value);
+                        if reason.as_deref().is_some_and(|r| r.trim().is_empty()) {
+                            self.error(
+                                value.span(),
+                                "`reason` is empty: say why the findings are acceptable".into(),
+                            );
+                        }
+                    }
+                    _ => self.unknown(key, PER_PATH_KEYS, Some("[per-path]")),
+                }
+            }
+            let missing: Vec<&str> = [
+                ("paths", paths.is_none()),
+                ("ignore", rules.is_none()),
+                ("reason", reason.is_none()),
+            ]
+            .into_iter()
+            .filter_map(|(k, m)| m.then_some(k))
+            .collect();
+            if !missing.is_empty() {
+                self.error(
+                    item.span(),
+                    format!("a [[per-path]] entry needs {}", missing.join(", ")),
+                );
+                continue;
+            }
+            let (Some((paths, globs)), Some(rules), Some(reason)) = (paths, rules, reason) else {
+                continue;
+            };
+            out.push(PerPath {
+                paths,
+                rules,
+                reason: reason.trim().to_string(),
+                line,
+                globs,
+            });
+        }
+        out
+    }
+
+    /// The line of a `[[per-path]]` header: the table's span starts at its first key, so the
+    /// header is the nearest `[[` line at or above it.
+    fn header_line(&self, offset: usize) -> usize {
+        let before = &self.text[..offset.min(self.text.len())];
+        let at = before
+            .rmatch_indices("[[")
+            .map(|(i, _)| i)
+            .find(|&i| i == 0 || before.as_bytes()[i - 1] == b'\n')
+            .unwrap_or(offset);
+        self.line(at)
+    }
+
+    /// `paths`: a non-empty list of globs (`*` within a folder, `**` across folders).
+    fn globs(&mut self, key: &Key, value: &Value) -> Option<(Vec<String>, globset::GlobSet)> {
+        let paths = self.strings(key, value)?;
+        if paths.is_empty() {
+            self.error(
+                value.span(),
+                "`paths` is empty: name the files, e.g. [\"charts/legacy/**\"]".into(),
+            );
+            return None;
+        }
+        let mut set = globset::GlobSetBuilder::new();
+        for (path, item) in paths
+            .iter()
+            .zip(value.get_ref().as_array().into_iter().flatten())
+        {
+            match globset::GlobBuilder::new(path.trim_start_matches("./"))
+                .literal_separator(true)
+                .build()
+            {
+                Ok(glob) => {
+                    set.add(glob);
+                }
+                Err(e) => self.error(item.span(), format!("`{path}` is not a glob: {}", e.kind())),
+            }
+        }
+        set.build().ok().map(|set| (paths, set))
+    }
+
+    /// `[rules.<id>]`: the settings a rule takes (`RULE_SETTINGS`).
+    fn rule_settings(&mut self, key: &Key, value: &Value, config: &mut Config) {
+        let id = key.get_ref().as_ref();
+        let table_name = format!("rules.{id}");
+        let Some(table) = value.get_ref().as_table() else {
+            self.wrong_type(id, value, &format!("a table ([{table_name}])"));
+            return;
+        };
+        let known = RULE_SETTINGS
+            .iter()
+            .find(|(rule, _)| *rule == id)
+            .map_or(&[][..], |(_, keys)| *keys);
+        for (key, value) in table.iter() {
+            let name = key.get_ref().as_ref();
+            let Some((_, values, _)) = known.iter().find(|(k, _, _)| *k == name) else {
+                let names: Vec<&'static str> = known.iter().map(|(k, _, _)| *k).collect();
+                self.unknown(key, &names, Some(&table_name));
+                continue;
+            };
+            let chosen = value.get_ref().as_str().filter(|v| values.contains(v));
+            match (id, name, chosen) {
+                ("pragma-misplaced", "scope", Some(v)) => {
+                    config.pragma_everywhere = Some(v == "all");
+                }
+                (_, _, Some(_)) => {}
+                (_, _, None) => {
+                    let expected: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+                    self.wrong_type(name, value, &expected.join(" or "));
+                }
             }
         }
     }
@@ -307,13 +542,16 @@ mod tests {
     fn a_full_file_is_read() {
         let config = parse(
             "credlint.toml",
-            "fail-on = \"warning\"\ncredentials-image = \"img@sha256:00\"\nexclude = [\"charts\"]\n\n\
+            "fail-on = \"warning\"\ncredentials-image = \"img@sha256:0000000000000000000000000000000000000000000000000000000000000000\"\nexclude = [\"charts\"]\n\n\
              [rules]\nselect = [\"job-ttl\", \"job-seccomp\"]\nignore = [\"eso-store-unscoped\"]\n\n\
              [rules.severity]\njob-ttl = \"warning\"\nhook-wave = \"error\"\n",
         )
         .unwrap();
         assert_eq!(config.fail_on, Some(Severity::Warning));
-        assert_eq!(config.credentials_image.as_deref(), Some("img@sha256:00"));
+        assert_eq!(
+            config.credentials_image.as_deref(),
+            Some("img@sha256:0000000000000000000000000000000000000000000000000000000000000000")
+        );
         assert_eq!(config.exclude, Some(vec!["charts".to_string()]));
         assert_eq!(
             config.select,

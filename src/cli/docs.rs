@@ -3,6 +3,57 @@
 use crate::lint::catalog::{Catalog, Rule};
 use std::fmt::Write;
 
+/// The bundle contract for users, shipped in the repository; rules cite its sections.
+pub const BUNDLE_DOC: &str = include_str!("../../docs/bundle.md");
+
+/// A section of docs/bundle.md: its heading and the anchor GitHub gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Section {
+    pub title: String,
+    pub anchor: String,
+}
+
+/// The `## N. Title` section of docs/bundle.md that a rule's `contract` names.
+pub fn contract_section(rule: &Rule) -> Option<Section> {
+    let number = rule.contract.as_deref()?;
+    let prefix = format!("## {number}. ");
+    let heading = BUNDLE_DOC.lines().find_map(|l| l.strip_prefix(&prefix))?;
+    let title = format!("{number}. {}", heading.trim());
+    Some(Section {
+        anchor: anchor(&title),
+        title,
+    })
+}
+
+/// A heading's anchor as GitHub makes it: lowercase, spaces to `-`, punctuation dropped.
+pub fn anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Where to read more: the rule's entry (its URL when Cargo.toml names the repository) and
+/// the section of the bundle contract it enforces.
+fn references(rule: &Rule) -> Vec<String> {
+    let mut out = vec![format!(
+        "docs:     {}",
+        rule.doc_url().unwrap_or_else(|| rule.doc_path())
+    )];
+    if let Some(section) = contract_section(rule) {
+        out.push(format!(
+            "contract: docs/bundle.md#{} (section {})",
+            section.anchor, section.title
+        ));
+    }
+    out
+}
+
 pub fn explain(catalog: &Catalog, rule: &Rule) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}", rule.id, rule.title);
@@ -14,7 +65,10 @@ pub fn explain(catalog: &Catalog, rule: &Rule) -> String {
         rule.adr
     );
     let _ = writeln!(out, "Why\n  {}\n", wrap(&rule.rationale, 96, "  "));
-    let _ = writeln!(out, "Fix\n  {}", wrap(&rule.remediation, 96, "  "));
+    let _ = writeln!(out, "Fix\n  {}\n", wrap(&rule.remediation, 96, "  "));
+    for line in references(rule) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(object) = &rule.object {
         let _ = writeln!(
             out,
@@ -54,14 +108,24 @@ pub fn markdown(catalog: &Catalog) -> String {
     for r in &catalog.rules {
         let _ = write!(
             out,
-            "\n## {}\n\n{}\n\n- severity: {}\n- scope: {}\n- enforces: {}\n\n**Why.** {}\n\n**Fix.** {}\n",
+            "\n## {}\n\n{}\n\n- severity: {}\n- scope: {}\n- enforces: {}\n",
             r.id,
             r.title,
             r.severity,
             r.scope.as_str(),
             r.adr,
-            r.rationale,
-            r.remediation
+        );
+        if let Some(section) = contract_section(r) {
+            let _ = writeln!(
+                out,
+                "- contract: [bundle.md, section {}](bundle.md#{})",
+                section.title, section.anchor
+            );
+        }
+        let _ = write!(
+            out,
+            "\n**Why.** {}\n\n**Fix.** {}\n",
+            r.rationale, r.remediation
         );
         if let Some(o) = &r.object {
             let kinds: Vec<&str> = o.resources.iter().map(|r| r.kind).collect();

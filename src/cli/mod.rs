@@ -7,7 +7,9 @@
 //! below needs them.
 
 pub mod config;
+pub mod config_schema;
 pub mod docs;
+pub mod output;
 pub mod policies;
 pub mod precommit;
 pub mod settings;
@@ -22,7 +24,7 @@ use crate::model::Severity;
 use crate::report::{self, Texts};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use settings::{Flags, Settings};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,6 +51,7 @@ pub enum Command {
     /// Say what a rule checks, why (with the ADR point), and how to fix it.
     Explain {
         /// A rule id, e.g. role-forbidden-verb.
+        #[arg(value_parser = RuleId, hide_possible_values = true)]
         id: String,
     },
     /// The Kyverno policies generated from the object rules.
@@ -56,11 +59,41 @@ pub enum Command {
     /// Run each bundle's create.py with the local python3 against a fake Kubernetes API server,
     /// in every scenario of ADR-072, and report what it does wrong.
     Simulate(SimulateArgs),
+    /// Print a JSON Schema of credlint.toml, for editors that validate and complete it (the
+    /// same text as docs/credlint.schema.json).
+    ConfigSchema,
     /// Print a shell completion script (e.g. `credlint completions bash > /etc/bash_completion.d/credlint`).
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// A rule id on the command line: any text is taken (unknown ids get credlint's own message,
+/// with a suggestion, and `policy:<name>` ids come from --policy files), but the catalog's ids
+/// are offered to the shell completion scripts.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleId;
+
+impl clap::builder::TypedValueParser for RuleId {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(command, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(Catalog::get().rules.iter().map(|r| {
+            clap::builder::PossibleValue::new(r.id.as_str()).help(r.title.as_str())
+        })))
+    }
 }
 
 /// Where the settings come from.
@@ -82,8 +115,8 @@ pub struct ConfigArgs {
 pub struct SimulateArgs {
     /// Files and folders holding the bundles; `-` reads standard input.
     pub paths: Vec<String>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: output::OutputArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
     /// The Python interpreter that runs the programs.
@@ -107,15 +140,15 @@ pub struct SimulateArgs {
 pub struct CheckArgs {
     /// Files and folders to lint; `-` reads standard input. With --pre-commit: the changed files.
     pub paths: Vec<String>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub output: output::OutputArgs,
     #[command(flatten)]
     pub config: ConfigArgs,
     /// Only these rules (comma-separated ids).
-    #[arg(long, value_delimiter = ',', value_name = "ID,...")]
+    #[arg(long, value_delimiter = ',', value_name = "ID,...", value_parser = RuleId, hide_possible_values = true)]
     pub select: Option<Vec<String>>,
     /// Not these rules (comma-separated ids).
-    #[arg(long, value_delimiter = ',', value_name = "ID,...")]
+    #[arg(long, value_delimiter = ',', value_name = "ID,...", value_parser = RuleId, hide_possible_values = true)]
     pub ignore: Option<Vec<String>>,
     /// The lowest severity that makes the run fail (exit 1) [default: error].
     #[arg(long, value_enum)]
@@ -168,6 +201,21 @@ pub enum Format {
     Github,
     /// JUnit XML: a test suite per bundle, a test case per rule.
     Junit,
+    /// One line per finding: `file:line:column: severity rule: message`.
+    Concise,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Sarif => "sarif",
+            Format::Github => "github",
+            Format::Junit => "junit",
+            Format::Concise => "concise",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -233,6 +281,22 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The program: parses the command line (keeping where each `--format` and `--output-file`
+/// stood, to pair them) and runs it.
+pub fn main() -> ExitCode {
+    let matches = Cli::command().get_matches();
+    let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match &mut cli.command {
+        Command::Check(args) => output::locate(&mut args.output, &matches),
+        Command::Simulate(args) => output::locate(&mut args.output, &matches),
+        _ => {}
+    }
+    run(cli)
+}
+
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Check(args) => check(args),
@@ -241,6 +305,13 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Policies(args) => crate::cli::policies::run(args),
         Command::Simulate(args) => simulate(args),
         Command::Completions { shell } => completions(shell),
+        Command::ConfigSchema => {
+            let text = config_schema::text();
+            match std::io::stdout().lock().write_all(text.as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => usage_error(e),
+                _ => ExitCode::SUCCESS,
+            }
+        }
     }
 }
 
@@ -276,6 +347,10 @@ fn settings(args: &ConfigArgs, mut flags: Flags) -> Result<Settings, ExitCode> {
 }
 
 fn check(args: CheckArgs) -> ExitCode {
+    let targets = match args.output.targets() {
+        Ok(targets) => targets,
+        Err(e) => return usage_error(e),
+    };
     if args.policies.iter().any(|p| p == "-") && args.paths.iter().any(|p| p == "-") {
         return usage_error(
             "standard input (`-`) can be read only once: as manifests or as --policy",
@@ -313,11 +388,12 @@ fn check(args: CheckArgs) -> ExitCode {
         credentials_image: settings.credentials_image.clone(),
         // The pre-commit scope and the JUnit suites need the bundles after the run.
         keep: crate::model::members::Keep {
-            bundles: args.pre_commit || args.format == Format::Junit,
+            bundles: args.pre_commit || targets.iter().any(|t| t.format == Format::Junit),
             programs: false,
         },
         policies,
         threads: threads(args.threads),
+        pragma_everywhere: settings.pragma_everywhere,
     };
     let cache = open_cache(&args, &options);
     let memo = cache.as_ref().map(|c| c as &dyn Memo);
@@ -354,7 +430,7 @@ fn check(args: CheckArgs) -> ExitCode {
         show_suppressed: args.show_suppressed,
         color: false,
     };
-    let code = finish(&outcome, args.format, context);
+    let code = output::finish(&outcome, &args.output, &targets, &context);
     if args.timings {
         let t = &outcome.timings;
         eprintln!(
@@ -392,6 +468,13 @@ fn lint_changed(
 }
 
 fn simulate(args: SimulateArgs) -> ExitCode {
+    if args.timeout == 0 {
+        return usage_error("--timeout must be at least 1 second: it bounds each run of a program");
+    }
+    let targets = match args.output.targets() {
+        Ok(targets) => targets,
+        Err(e) => return usage_error(e),
+    };
     let flags = Flags {
         fail_on: args.fail_on.map(FailOn::severity),
         ..Flags::default()
@@ -414,7 +497,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
     };
     let sim = crate::runtime::simulate::SimOptions {
         python: args.python.clone(),
-        timeout: std::time::Duration::from_secs(args.timeout.max(1)),
+        timeout: std::time::Duration::from_secs(args.timeout),
     };
     let (findings, skipped) = match crate::cli::simulate::run(&outcome.bundles, &sim) {
         Ok(result) => result,
@@ -449,7 +532,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         show_suppressed: args.show_suppressed,
         color: false,
     };
-    finish(&outcome, args.format, context)
+    output::finish(&outcome, &args.output, &targets, &context)
 }
 
 /// Collects the inputs and runs the engine; `Err` carries the exit code of a run that could not
@@ -479,6 +562,10 @@ fn lint(
     if files.is_empty() {
         for e in &errors {
             eprintln!("credlint: {}: {}", e.path, e.message);
+        }
+        // Each path that could not be read said why; "nothing to lint" would say it twice.
+        if !errors.is_empty() {
+            return Err(ExitCode::from(2));
         }
         return Err(usage_error(format!(
             "nothing to lint: no *.yaml, *.yml or *.json file in {}",
@@ -510,43 +597,6 @@ fn nothing_linted(outcome: &Outcome) -> Option<ExitCode> {
     Some(usage_error(format!(
         "nothing to lint: no Kubernetes object in {inputs} (no document, or none with a `kind`)"
     )))
-}
-
-/// Writes the report and turns the findings into the exit code: suppressed findings and those
-/// below the fail-on severity do not fail the run.
-fn finish(outcome: &Outcome, format: Format, mut context: report::Context) -> ExitCode {
-    let stdout = std::io::stdout();
-    context.color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mut out = stdout.lock();
-    let written = match format {
-        Format::Json => report::json::write(outcome, &mut out),
-        Format::Sarif => report::sarif::write(outcome, &mut out),
-        Format::Github => report::github::write(outcome, &mut out),
-        Format::Junit => report::junit::write(outcome, &context, &mut out),
-        Format::Text => {
-            let style = report::text::Style {
-                color: context.color,
-                show_suppressed: context.show_suppressed,
-            };
-            report::text::write(outcome, context.texts, &style, &mut out)
-        }
-    };
-    if let Err(e) = written.and_then(|_| out.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return usage_error(format!("cannot write the report: {e}"));
-    }
-    if !outcome.input_errors.is_empty() {
-        for e in &outcome.input_errors {
-            eprintln!("credlint: {}: {}", e.path, e.message);
-        }
-        return ExitCode::from(2);
-    }
-    if outcome.findings.iter().any(|f| f.fails_at(context.fail_on)) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
 }
 
 /// Reads standard input once, up front, when it is among the inputs, so both the engine and
@@ -600,16 +650,27 @@ fn rules(format: CatalogFormat) -> ExitCode {
     let catalog = Catalog::get();
     let mut out = std::io::stdout().lock();
     let result = match format {
-        CatalogFormat::Text => catalog.rules.iter().try_for_each(|r| {
-            writeln!(
-                out,
-                "{:<28} {:<8} {:<8} {}",
-                r.id,
-                r.severity,
-                r.scope.as_str(),
-                r.title
-            )
-        }),
+        CatalogFormat::Text => {
+            // Columns as wide as their longest entry, so every row lines up.
+            let id = catalog.rules.iter().map(|r| r.id.len()).max().unwrap_or(0);
+            let severity = "warning".len();
+            let scope = catalog
+                .rules
+                .iter()
+                .map(|r| r.scope.as_str().len())
+                .max()
+                .unwrap_or(0);
+            catalog.rules.iter().try_for_each(|r| {
+                writeln!(
+                    out,
+                    "{:<id$}  {:<severity$}  {:<scope$}  {}",
+                    r.id,
+                    r.severity.as_str(),
+                    r.scope.as_str(),
+                    r.title
+                )
+            })
+        }
         CatalogFormat::Json => {
             let rules: Vec<serde_json::Value> = catalog.rules.iter().map(rule_json).collect();
             serde_json::to_writer_pretty(&mut out, &rules)

@@ -7,6 +7,7 @@
 //! policy cannot evaluate on it, as Kyverno would report). Objects the API server would refuse
 //! (a `schema` finding) are left out: no policy ever sees them.
 
+use super::settings::{ConfigFile, Flags, Settings};
 use crate::lint::catalog::Catalog;
 use crate::lint::engine::{Engine, Options as EngineOptions};
 use crate::lint::kyverno::{PolicyFile, PolicySet, Verdict};
@@ -52,19 +53,89 @@ pub struct PoliciesArgs {
     /// Fixtures the Kyverno CLI tests are written from (default: `fixtures` when it exists).
     #[arg(long, value_name = "DIR")]
     pub fixtures: Option<PathBuf>,
+    /// Read settings from FILE instead of the nearest credlint.toml (as `check` does: its
+    /// credentials-image, [rules] select and ignore, and [rules.severity]).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Read no credlint.toml.
+    #[arg(long, conflicts_with = "config")]
+    pub no_config: bool,
 }
 
 impl PoliciesArgs {
+    /// The options from the flags alone, as if no credlint.toml were read.
     pub fn options(&self) -> policy::Options {
+        self.options_with(&Settings::default())
+    }
+
+    /// The options from the flags and the settings (a flag wins over the file).
+    pub fn options_with(&self, settings: &Settings) -> policy::Options {
         policy::Options {
-            flavor: match self.flavor {
-                FlavorArg::ValidatingPolicy => Flavor::ValidatingPolicy,
-                FlavorArg::ClusterPolicy => Flavor::ClusterPolicy,
-                FlavorArg::Vap => Flavor::Vap,
-            },
+            flavor: policy_flavor(self.flavor),
             audit: self.audit,
-            credentials_image: self.credentials_image.clone().unwrap_or_default(),
+            credentials_image: self
+                .credentials_image
+                .clone()
+                .or_else(|| settings.credentials_image.clone())
+                .unwrap_or_default(),
+            severity: settings.severity.clone(),
         }
+    }
+
+    /// The command that writes what `--check` compared against: the same flags, `--out` made
+    /// explicit, each value quoted for a POSIX shell where it needs it.
+    pub fn regenerate_command(&self, dir: &Path) -> String {
+        let mut words = vec![
+            "credlint".to_string(),
+            "policies".to_string(),
+            "--out".to_string(),
+            shell_word(&dir.to_string_lossy()),
+        ];
+        if self.flavor != FlavorArg::ValidatingPolicy {
+            words.push("--flavor".into());
+            words.push(policy_flavor(self.flavor).as_str().into());
+        }
+        if self.audit {
+            words.push("--audit".into());
+        }
+        if let Some(image) = &self.credentials_image {
+            words.push("--credentials-image".into());
+            words.push(shell_word(image));
+        }
+        if let Some(fixtures) = &self.fixtures {
+            words.push("--fixtures".into());
+            words.push(shell_word(&fixtures.to_string_lossy()));
+        }
+        if let Some(config) = &self.config {
+            words.push("--config".into());
+            words.push(shell_word(&config.to_string_lossy()));
+        }
+        if self.no_config {
+            words.push("--no-config".into());
+        }
+        words.join(" ")
+    }
+}
+
+fn policy_flavor(flavor: FlavorArg) -> Flavor {
+    match flavor {
+        FlavorArg::ValidatingPolicy => Flavor::ValidatingPolicy,
+        FlavorArg::ClusterPolicy => Flavor::ClusterPolicy,
+        FlavorArg::Vap => Flavor::Vap,
+    }
+}
+
+/// `word` as a POSIX shell reads it back: unchanged when it holds only characters no shell
+/// treats specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:@=,+%".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
@@ -74,10 +145,28 @@ fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(args: PoliciesArgs) -> ExitCode {
-    let options = args.options();
+    let config = match (&args.config, args.no_config) {
+        (_, true) => ConfigFile::None,
+        (Some(path), false) => ConfigFile::Named(path.clone()),
+        (None, false) => ConfigFile::Nearest,
+    };
+    let flags = Flags {
+        credentials_image: args.credentials_image.clone(),
+        ..Flags::default()
+    };
+    let settings = match Settings::resolve(config, flags) {
+        Ok(settings) => settings,
+        Err(problems) => {
+            for p in &problems {
+                eprintln!("credlint: {p}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let options = args.options_with(&settings);
     let catalog = Catalog::get();
     if args.out.is_none() && !args.check {
-        let text = policy::stream(&policy::generate(catalog, &options));
+        let text = policy::stream(&generate(catalog, &options, &settings));
         let mut out = std::io::stdout().lock();
         let written = std::io::Write::write_all(&mut out, text.as_bytes())
             .and_then(|_| std::io::Write::flush(&mut out));
@@ -99,7 +188,7 @@ pub fn run(args: PoliciesArgs) -> ExitCode {
         Some(f) => Some(f.clone()),
         None => Some(PathBuf::from("fixtures")).filter(|f| f.is_dir()),
     };
-    let files = match files(catalog, &options, fixtures.as_deref()) {
+    let files = match files_for(catalog, &options, &settings, fixtures.as_deref()) {
         Ok(files) => files,
         Err(e) => return usage_error(e),
     };
@@ -112,9 +201,9 @@ pub fn run(args: PoliciesArgs) -> ExitCode {
             eprintln!("credlint: {s}");
         }
         eprintln!(
-            "credlint: {} is not what the rules generate: run `credlint policies --out {}`",
+            "credlint: {} is not what the rules generate: run `{}`",
             dir.display(),
-            dir.display()
+            args.regenerate_command(&dir)
         );
         return ExitCode::from(1);
     }
@@ -127,13 +216,30 @@ pub fn run(args: PoliciesArgs) -> ExitCode {
     }
 }
 
+/// The policies of the rules the settings keep (`[rules] select` and `ignore`).
+fn generate(catalog: &Catalog, options: &policy::Options, settings: &Settings) -> Vec<Generated> {
+    let mut generated = policy::generate(catalog, options);
+    generated.retain(|g| settings.keeps(&g.rule));
+    generated
+}
+
 /// Every file `--out` writes, by path relative to the folder, sorted.
 pub fn files(
     catalog: &Catalog,
     options: &policy::Options,
     fixtures: Option<&Path>,
 ) -> Result<BTreeMap<String, String>, String> {
-    let generated = policy::generate(catalog, options);
+    files_for(catalog, options, &Settings::default(), fixtures)
+}
+
+/// [`files`] for the rules the settings keep.
+pub fn files_for(
+    catalog: &Catalog,
+    options: &policy::Options,
+    settings: &Settings,
+    fixtures: Option<&Path>,
+) -> Result<BTreeMap<String, String>, String> {
+    let generated = generate(catalog, options, settings);
     let mut out = BTreeMap::new();
     out.insert(
         "kustomization.yaml".to_string(),

@@ -23,6 +23,12 @@ pub struct Settings {
     pub exclude: Vec<String>,
     /// Whether `credlint.io/ignore` annotations are honoured (`--no-inline-ignores` turns off).
     pub inline_ignores: bool,
+    /// `pragma-misplaced` searches every file, not only those holding a bundle member.
+    pub pragma_everywhere: bool,
+    /// `[[per-path]]` entries of the config file.
+    pub per_path: Vec<config::PerPath>,
+    /// The config file read (its path, and its name in messages), when one was.
+    pub config_file: Option<(std::path::PathBuf, String)>,
 }
 
 impl Default for Settings {
@@ -35,6 +41,9 @@ impl Default for Settings {
             credentials_image: None,
             exclude: Vec::new(),
             inline_ignores: true,
+            pragma_everywhere: false,
+            per_path: Vec::new(),
+            config_file: None,
         }
     }
 }
@@ -88,6 +97,13 @@ impl Settings {
         if !problems.is_empty() {
             return Err(problems);
         }
+        if let Some(problem) = flags
+            .credentials_image
+            .as_deref()
+            .and_then(config::image_problem)
+        {
+            return Err(vec![format!("--credentials-image {problem}")]);
+        }
         let path = match file {
             ConfigFile::None => None,
             ConfigFile::Named(path) => {
@@ -138,6 +154,9 @@ impl Settings {
             credentials_image: flags.credentials_image.or(file.credentials_image),
             exclude: flags.exclude.or(file.exclude).unwrap_or_default(),
             inline_ignores: !flags.no_inline_ignores,
+            pragma_everywhere: file.pragma_everywhere.unwrap_or(false),
+            per_path: file.per_path,
+            config_file: file.file,
         }
     }
 
@@ -155,6 +174,7 @@ impl Settings {
         if self.inline_ignores {
             suppress::apply(outcome, suppress);
         }
+        self.apply_per_path(outcome);
         for f in &mut outcome.findings {
             if let Some((_, severity)) = self.severity.iter().find(|(id, _)| *id == f.rule) {
                 f.severity = *severity;
@@ -162,6 +182,79 @@ impl Settings {
         }
         outcome.findings.retain(|f| self.keeps(&f.rule));
     }
+}
+
+impl Settings {
+    /// `[[per-path]]`: accepts the findings of the named rules in the files the globs match,
+    /// with the entry's reason, as an annotation would (the config file's line is where the
+    /// acceptance is written). Paths are matched relative to the folder of credlint.toml.
+    fn apply_per_path(&self, outcome: &mut Outcome) {
+        let Some((path, shown)) = &self.config_file else {
+            return;
+        };
+        if self.per_path.is_empty() {
+            return;
+        }
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let base = lexical(&cwd.join(path.parent().unwrap_or(std::path::Path::new(""))));
+        let relative: Vec<Option<std::path::PathBuf>> = outcome
+            .files
+            .iter()
+            .map(|f| {
+                (f != "-")
+                    .then(|| lexical(&cwd.join(f)))
+                    .and_then(|p| p.strip_prefix(&base).ok().map(std::path::Path::to_path_buf))
+            })
+            .collect();
+        let mut config_index = None;
+        for f in outcome
+            .findings
+            .iter_mut()
+            .filter(|f| f.suppressed.is_none())
+        {
+            let Some(Some(file)) = relative.get(f.loc.file) else {
+                continue;
+            };
+            let Some(entry) = self
+                .per_path
+                .iter()
+                .find(|e| named(&e.rules, &f.rule) && e.globs.is_match(file))
+            else {
+                continue;
+            };
+            let index = *config_index.get_or_insert_with(|| {
+                outcome.files.push(shown.clone());
+                outcome.files.len() - 1
+            });
+            f.suppressed = Some(crate::model::Suppression {
+                reason: entry.reason.clone(),
+                loc: crate::load::source::Loc {
+                    file: index,
+                    line: entry.line,
+                    column: 1,
+                    end_line: entry.line,
+                    end_column: 1,
+                    span: crate::load::yaml::Span::new(0, 0),
+                },
+                per_path: true,
+            });
+        }
+    }
+}
+
+/// `path` with `.` and `..` components resolved by name (the files need not exist).
+fn lexical(path: &std::path::Path) -> std::path::PathBuf {
+    let mut out = std::path::PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Whether a rule id is named by a select/ignore list (`policy:*` names every policy).
@@ -197,6 +290,8 @@ mod tests {
             fail_on: Some(Severity::Warning),
             credentials_image: Some("from-file".into()),
             exclude: Some(vec!["charts".into()]),
+            pragma_everywhere: Some(true),
+            ..Config::default()
         };
         let merged = Settings::merge(
             Some(file.clone()),
@@ -216,6 +311,7 @@ mod tests {
         assert_eq!(merged.credentials_image.as_deref(), Some("from-file"));
         assert_eq!(merged.exclude, ["charts"]);
         assert!(merged.inline_ignores);
+        assert!(merged.pragma_everywhere, "the file's scope, no flag for it");
         let strict = Settings::merge(
             Some(file),
             Flags {

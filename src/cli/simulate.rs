@@ -4,8 +4,9 @@
 
 use crate::lint::catalog::Catalog;
 use crate::lint::checks::Emit;
-use crate::model::Finding;
+use crate::load::source::At;
 use crate::model::bundle::{Bundle, Facts, MemberKind};
+use crate::model::{Finding, ObjectRef};
 use crate::runtime::simulate::{self, RoleRule, SimBundle, SimError, SimOptions};
 
 /// A bundle that could not be simulated, and why.
@@ -100,20 +101,193 @@ pub fn run(
         let Some(cm) = bundle.first(MemberKind::ConfigMap) else {
             continue;
         };
-        let loc = match &cm.facts {
+        let script = match &cm.facts {
             Facts::ConfigMap(facts) => facts.script_loc.unwrap_or(cm.loc),
             _ => cm.loc,
         };
         let id = bundle.id();
-        for f in findings {
-            let mut message = format!("{} (run {}): {}", f.scenario, f.run, f.message);
-            if let Some(request) = &f.request
-                && !f.message.contains(request.as_str())
+        for group in group(&findings) {
+            let mut message = group.message.to_string();
+            if let Some(request) = group.request
+                && !message.contains(request)
             {
-                message.push_str(&format!(" [{request}]"));
+                message = format!("{request}: {message}");
             }
-            emit.add(f.rule, loc, message, Some(&cm.object()), Some(&id));
+            let node = group
+                .request
+                .filter(|_| group.rule == simulate::RULES[0])
+                .and_then(|r| role_node(bundle, r));
+            if let Some((_, _, why)) = &node {
+                message.push_str(&format!(": {why}"));
+            }
+            message.push_str(&format!("; in {}", group.runs()));
+            if group.then_fails > 0 {
+                message.push_str(
+                    "; the program then fails in those runs (runtime-failed, not listed again)",
+                );
+            }
+            match node {
+                Some((at, object, _)) => {
+                    emit.add(group.rule, at, message, Some(&object), Some(&id))
+                        .label(script, "the program sends the request here");
+                }
+                None => {
+                    emit.add(group.rule, script, message, Some(&cm.object()), Some(&id));
+                }
+            }
         }
     }
     Ok((emit.findings, skipped))
+}
+
+/// Simulated findings of one bundle that share a cause, reported once: the same rule, request
+/// and message in every scenario and run where they occurred, with the failures a refused
+/// request causes in the same run folded into it.
+struct Group<'a> {
+    rule: &'static str,
+    request: Option<&'a str>,
+    message: &'a str,
+    /// (scenario, run), in the order they ran.
+    runs: Vec<(&'static str, u8)>,
+    /// runtime-failed findings of those runs whose error names the refused request.
+    then_fails: usize,
+}
+
+impl Group<'_> {
+    /// `a-empty-namespace (runs 1, 2), b-partial-secrets (run 1)`.
+    fn runs(&self) -> String {
+        let mut out: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < self.runs.len() {
+            let scenario = self.runs[i].0;
+            let runs: Vec<String> = self.runs[i..]
+                .iter()
+                .take_while(|(s, _)| *s == scenario)
+                .map(|(_, r)| r.to_string())
+                .collect();
+            i += runs.len();
+            let word = if runs.len() == 1 { "run" } else { "runs" };
+            out.push(format!("{scenario} ({word} {})", runs.join(", ")));
+        }
+        out.join(", ")
+    }
+}
+
+fn group(findings: &[simulate::SimFinding]) -> Vec<Group<'_>> {
+    let mut groups: Vec<Group> = Vec::new();
+    let refused: Vec<&simulate::SimFinding> = findings
+        .iter()
+        .filter(|f| f.rule == simulate::RULES[0] && f.request.is_some())
+        .collect();
+    // The refusals first, so that the failures they cause find their group.
+    let (failures, others): (Vec<_>, Vec<_>) = findings.iter().partition(|f| f.rule == FAILED);
+    for f in others.into_iter().chain(failures) {
+        // A run that fails because a request was refused says so in its error output: the
+        // refusal is the cause, reported once.
+        if f.rule == FAILED
+            && let Some(cause) = refused.iter().find(|r| {
+                r.scenario == f.scenario
+                    && r.run == f.run
+                    && r.request
+                        .as_deref()
+                        .and_then(path_of)
+                        .is_some_and(|p| f.message.contains(p))
+            })
+            && let Some(g) = groups
+                .iter_mut()
+                .find(|g| g.rule == cause.rule && g.request == cause.request.as_deref())
+        {
+            g.then_fails += 1;
+            continue;
+        }
+        let request = f.request.as_deref();
+        match groups
+            .iter_mut()
+            .find(|g| g.rule == f.rule && g.request == request && g.message == f.message)
+        {
+            Some(g) => g.runs.push((f.scenario, f.run)),
+            None => groups.push(Group {
+                rule: f.rule,
+                request,
+                message: &f.message,
+                runs: vec![(f.scenario, f.run)],
+                then_fails: 0,
+            }),
+        }
+    }
+    for g in &mut groups {
+        let order = |s: &str| simulate::SCENARIOS.iter().position(|x| *x == s);
+        g.runs.sort_by_key(|(s, r)| (order(s), *r));
+        g.runs.dedup();
+    }
+    groups
+}
+
+const FAILED: &str = "runtime-failed";
+
+/// The path of a request `METHOD /path?query`.
+fn path_of(request: &str) -> Option<&str> {
+    let (_, path) = request.split_once(' ')?;
+    Some(path.split('?').next().unwrap_or(path))
+}
+
+/// The node of the bundle's Role that refused `request` where the Role is at fault: the
+/// `resourceNames` of the rule that grants the verb but lacks a name the plan plans (a Secret,
+/// a retired generator, a server pod). A request for a name or verb the plan does not call for
+/// is the program's fault, reported at the program.
+fn role_node(bundle: &Bundle, request: &str) -> Option<(At, ObjectRef, String)> {
+    let (method, _) = request.split_once(' ')?;
+    let segments: Vec<&str> = path_of(request)?.trim_matches('/').split('/').collect();
+    let (group, rest) = match segments.as_slice() {
+        ["api", _version, rest @ ..] => ("", rest),
+        ["apis", group, _version, rest @ ..] => (*group, rest),
+        _ => return None,
+    };
+    let (resource, name) = match rest {
+        ["namespaces", _, resource] => (*resource, None),
+        ["namespaces", _, resource, name, ..] => (*resource, Some(*name)),
+        _ => return None,
+    };
+    let verb = match (method, name) {
+        ("GET", Some(_)) => "get",
+        ("GET", None) => "list",
+        ("POST", _) => "create",
+        ("PATCH", _) => "patch",
+        ("PUT", _) => "update",
+        ("DELETE", _) => "delete",
+        _ => return None,
+    };
+    let role = bundle.first(MemberKind::Role)?;
+    let Facts::Role(rules) = &role.facts else {
+        return None;
+    };
+    let any = |list: &[String], want: &str| list.iter().any(|x| x == want || x == "*");
+    let for_resource: Vec<_> = rules
+        .iter()
+        .filter(|r| any(&r.groups, group) && any(&r.resources, resource))
+        .collect();
+    let named = |r: &&crate::model::bundle::RoleRule| match (&r.names, name) {
+        (None, _) => true,
+        (Some(names), Some(n)) => names.iter().any(|x| x == n),
+        (Some(_), None) => false,
+    };
+    let name = name?;
+    let plan = bundle.plan()?;
+    let planned = plan
+        .secrets
+        .iter()
+        .chain(&plan.generators)
+        .chain(&plan.pods)
+        .any(|p| p == name);
+    if !planned {
+        return None;
+    }
+    let r = for_resource
+        .iter()
+        .find(|r| any(&r.verbs, verb) && !named(r))?;
+    Some((
+        r.names_loc?,
+        role.object(),
+        format!("`{name}` is planned but not among this rule's resourceNames"),
+    ))
 }

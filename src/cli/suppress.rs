@@ -177,6 +177,7 @@ fn accept(
             f.suppressed = Some(Suppression {
                 reason: reason.to_string(),
                 loc: annotation.loc.clone(),
+                per_path: false,
             });
         }
     }

@@ -105,7 +105,24 @@ pub struct Rule {
     pub adr: String,
     pub rationale: String,
     pub remediation: String,
+    /// The section of docs/bundle.md that states what the rule holds the bundle to (`"3"`),
+    /// for the rules that check the bundle contract.
+    pub contract: Option<String>,
     pub object: Option<ObjectRule>,
+}
+
+impl Rule {
+    /// Where the rule is documented: `docs/rules.md#<id>` in the repository Cargo.toml names
+    /// (`None` until it names one: a made-up address would be worse than none).
+    pub fn doc_url(&self) -> Option<String> {
+        let repository = env!("CARGO_PKG_REPOSITORY").trim_end_matches('/');
+        (!repository.is_empty()).then(|| format!("{repository}/blob/main/{}", self.doc_path()))
+    }
+
+    /// The rule's entry in the repository: `docs/rules.md#<id>`.
+    pub fn doc_path(&self) -> String {
+        format!("docs/rules.md#{}", self.id)
+    }
 }
 
 #[derive(Debug)]
@@ -261,6 +278,7 @@ impl Rule {
         let adr = f.string("adr")?;
         let rationale = f.string("rationale")?;
         let remediation = f.string("remediation")?;
+        let contract = f.opt_string("contract")?;
         let object = match (f.opt("match"), scope) {
             (Some(m), Scope::Object) => Some(ObjectRule {
                 resources: parse_match(m)?.0,
@@ -281,6 +299,7 @@ impl Rule {
             adr,
             rationale,
             remediation,
+            contract,
             object,
         })
     }

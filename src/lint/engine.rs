@@ -29,6 +29,9 @@ pub struct Options {
     pub policies: Option<std::sync::Arc<crate::lint::kyverno::PolicySet>>,
     /// Threads that lint files and segments in parallel (`None`: one per core).
     pub threads: Option<usize>,
+    /// Where `pragma-misplaced` looks: every file read (`true`, `[rules.pragma-misplaced]
+    /// scope = "all"`), or only the files that hold a bundle member (the default).
+    pub pragma_everywhere: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -118,6 +121,9 @@ pub struct FileOut {
     pub findings: Vec<Finding>,
     pub members: Vec<Member>,
     pub ignores: Vec<IgnoreAnnotation>,
+    /// Every object read, so that a finding on the raw text names the object it stands in;
+    /// used within the file only (a cached result has its findings named already).
+    pub(crate) places: Vec<Place>,
     pub documents: usize,
     pub objects: usize,
     pub timings: Timings,
@@ -136,6 +142,35 @@ pub trait Memo: Sync {
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut>;
     /// Files the result of linting file number `file`.
     fn remember(&self, key: &MemoKey, file: usize, out: &FileOut);
+}
+
+/// Where an object stands in its file: its document and its own node.
+#[derive(Debug)]
+pub(crate) struct Place {
+    document: std::ops::Range<usize>,
+    node: Span,
+    object: ObjectRef,
+    bundle: Option<String>,
+}
+
+impl Place {
+    /// The object a text finding at `offset` belongs to: the one whose node holds it, else the
+    /// last object of the same document that starts before it (a comment after its last key),
+    /// else the document's first object (a comment before it).
+    fn of(places: &[Place], offset: usize) -> Option<&Place> {
+        if let Some(p) = places.iter().find(|p| p.node.range().contains(&offset)) {
+            return Some(p);
+        }
+        let same: Vec<&Place> = places
+            .iter()
+            .filter(|p| p.document.contains(&offset))
+            .collect();
+        same.iter()
+            .rev()
+            .find(|p| p.node.start() <= offset)
+            .or(same.first())
+            .copied()
+    }
 }
 
 /// Where a run spent its time (`check --timings`). Reading and parsing are summed over threads,
@@ -524,18 +559,32 @@ impl Engine {
             out.findings.extend(part.findings);
             out.members.extend(part.members);
             out.ignores.extend(part.ignores);
+            out.places.extend(part.places);
             out.documents += part.documents;
             out.objects += part.objects;
             header_lines.extend(lines);
         }
+        // A file that holds no bundle member (a chart's values.yaml that uses detect-secrets
+        // pragmas on purpose) is judged only when the configuration asks for every file.
+        if out.members.is_empty() && !self.options.pragma_everywhere {
+            return out;
+        }
         let scanning = std::time::Instant::now();
+        let places = &out.places;
         let pragmas: Vec<Vec<Finding>> = each_segment(&segments, |seg| {
             let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;
             let mut problems = Vec::new();
             text::misplaced_pragmas(&source, bytes, &header_lines, &mut problems);
             let mut emit = Emit::new(self.catalog);
             for (rule, span, message) in problems {
-                emit.add(rule, source.loc(span), message, None, None);
+                let place = Place::of(places, span.start());
+                emit.add(
+                    rule,
+                    source.loc(span),
+                    message,
+                    place.map(|p| &p.object),
+                    place.and_then(|p| p.bundle.as_deref()),
+                );
             }
             emit.findings
         });
@@ -567,7 +616,7 @@ impl Engine {
                 continue;
             }
             let parsing = std::time::Instant::now();
-            let documents = yaml::parse_range(text, range);
+            let documents = yaml::parse_range(text, range.clone());
             out.timings.parse += parsing.elapsed();
             let linting = std::time::Instant::now();
             for parsed in documents {
@@ -617,7 +666,7 @@ impl Engine {
                                     loc: source.loc(value.span),
                                 });
                             }
-                            self.lint_object(
+                            let bundle = self.lint_object(
                                 obj,
                                 source,
                                 &mut emit,
@@ -625,6 +674,12 @@ impl Engine {
                                 &mut header_lines,
                                 &mut waiting,
                             );
+                            out.places.push(Place {
+                                document: range.clone(),
+                                node: obj.root.span,
+                                object: obj.reference(),
+                                bundle,
+                            });
                         }
                     }
                 }
@@ -657,12 +712,12 @@ impl Engine {
         members: &mut Vec<Member>,
         header_lines: &mut Vec<usize>,
         waiting: &mut Vec<Waiting>,
-    ) {
+    ) -> Option<String> {
         let profile = Resource::of(obj.api_version, obj.kind)
             .and_then(|r| self.profiles.iter().find(|p| p.resource == r));
         let Some(profile) = profile else {
             self.policies(obj, source, emit, None, true);
-            return;
+            return None;
         };
         let mut bound = None;
         let mut verdicts = ObjectVerdicts::new(&profile.verdicts, self.verdicts.len(), |key| {
@@ -679,8 +734,8 @@ impl Engine {
                 .unwrap_or("")
                 .to_string(),
         });
-        let bundle = owner.as_deref().map(|o| bundle_id(obj.namespace, o));
-        let bundle = bundle.as_deref();
+        let bundle_name = owner.as_deref().map(|o| bundle_id(obj.namespace, o));
+        let bundle = bundle_name.as_deref();
 
         let schema_issues = match member_kind {
             Some(_) => self.schema_check(obj),
@@ -720,7 +775,7 @@ impl Engine {
         }
         verdicts.finish();
 
-        let Some(kind) = member_kind else { return };
+        let kind = member_kind?;
         let owner = owner.unwrap_or_default();
         let mut plan = None;
         match kind {
@@ -773,6 +828,7 @@ impl Engine {
             _ => {}
         }
         members.push(members::member(obj, kind, source, plan, self.options.keep));
+        bundle_name
     }
 
     /// The schema check, done once per shape of object: the members of a clean render differ in

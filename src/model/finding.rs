@@ -110,6 +110,9 @@ pub struct Finding {
 pub struct Suppression {
     pub reason: String,
     pub loc: Loc,
+    /// Accepted by a `[[per-path]]` entry of credlint.toml (`loc` is its line), not by an
+    /// annotation.
+    pub per_path: bool,
 }
 
 impl Finding {

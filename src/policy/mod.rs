@@ -49,6 +49,37 @@ pub struct Options {
     pub audit: bool,
     /// The CREDENTIALS_IMAGE baked into the `credentialsImage` variable; '' when unset.
     pub credentials_image: String,
+    /// Per-rule severities that replace the catalog's (`[rules.severity]` of credlint.toml).
+    pub severity: Vec<(String, Severity)>,
+}
+
+impl Options {
+    /// The rule's severity in this generation: the override, else the catalog's.
+    pub fn severity(&self, rule: &Rule) -> Severity {
+        self.severity
+            .iter()
+            .find(|(id, _)| *id == rule.id)
+            .map_or(rule.severity, |(_, s)| *s)
+    }
+
+    /// `validationActions` for a ValidatingPolicy or a VAP binding: what the linter reports as
+    /// an error is denied, a warning is only reported (a warning to the client and an audit
+    /// event), and `--audit` audits everything.
+    fn actions(&self, rule: &Rule) -> Y {
+        match (self.audit, self.severity(rule)) {
+            (true, _) => Y::strs(["Audit"]),
+            (false, Severity::Error) => Y::strs(["Deny"]),
+            (false, Severity::Warning) => Y::strs(["Warn", "Audit"]),
+        }
+    }
+
+    /// A ClusterPolicy rule's `validate.failureAction`, which has no Warn: a warning audits.
+    fn failure_action(&self, rule: &Rule) -> &'static str {
+        match (self.audit, self.severity(rule)) {
+            (false, Severity::Error) => "Enforce",
+            _ => "Audit",
+        }
+    }
 }
 
 /// The policy of one rule: one document, or two for `vap` (the policy and its binding).
@@ -136,7 +167,6 @@ fn documents(catalog: &Catalog, rule: &Rule, options: &Options) -> Vec<Y> {
         Flavor::ValidatingPolicy => vec![validating_policy(catalog, rule, options)],
         Flavor::ClusterPolicy => vec![cluster_policy(catalog, rule, options)],
         Flavor::Vap => {
-            let actions = if options.audit { "Audit" } else { "Deny" };
             vec![
                 admission_policy(catalog, rule, options),
                 Y::map([
@@ -150,7 +180,7 @@ fn documents(catalog: &Catalog, rule: &Rule, options: &Options) -> Vec<Y> {
                         "spec",
                         Y::map([
                             ("policyName", Y::str(&rule.id)),
-                            ("validationActions", Y::strs([actions])),
+                            ("validationActions", options.actions(rule)),
                         ]),
                     ),
                 ]),
@@ -166,17 +196,14 @@ pub fn binding_name(rule: &str) -> String {
 
 fn validating_policy(catalog: &Catalog, rule: &Rule, options: &Options) -> Y {
     let mut spec = vec![
-        (
-            "validationActions",
-            Y::strs([if options.audit { "Audit" } else { "Deny" }]),
-        ),
+        ("validationActions", options.actions(rule)),
         ("failurePolicy", Y::str("Fail")),
     ];
     spec.extend(cel_spec(catalog, rule, options));
     Y::map([
         ("apiVersion", Y::str("policies.kyverno.io/v1")),
         ("kind", Y::str("ValidatingPolicy")),
-        ("metadata", metadata(rule, Some("1.17.0"))),
+        ("metadata", metadata(rule, options, Some("1.17.0"))),
         ("spec", Y::map(spec)),
     ])
 }
@@ -187,7 +214,7 @@ fn admission_policy(catalog: &Catalog, rule: &Rule, options: &Options) -> Y {
     Y::map([
         ("apiVersion", Y::str("admissionregistration.k8s.io/v1")),
         ("kind", Y::str("ValidatingAdmissionPolicy")),
-        ("metadata", metadata(rule, None)),
+        ("metadata", metadata(rule, options, None)),
         ("spec", Y::map(spec)),
     ])
 }
@@ -246,17 +273,14 @@ fn cluster_policy(catalog: &Catalog, rule: &Rule, options: &Options) -> Y {
     entry.push((
         "validate",
         Y::map([
-            (
-                "failureAction",
-                Y::str(if options.audit { "Audit" } else { "Enforce" }),
-            ),
+            ("failureAction", Y::str(options.failure_action(rule))),
             ("cel", Y::map(cel)),
         ]),
     ));
     Y::map([
         ("apiVersion", Y::str("kyverno.io/v1")),
         ("kind", Y::str("ClusterPolicy")),
-        ("metadata", metadata(rule, Some("1.13.0"))),
+        ("metadata", metadata(rule, options, Some("1.13.0"))),
         (
             "spec",
             Y::map([
@@ -267,13 +291,13 @@ fn cluster_policy(catalog: &Catalog, rule: &Rule, options: &Options) -> Y {
     ])
 }
 
-fn metadata(rule: &Rule, kyverno_version: Option<&str>) -> Y {
+fn metadata(rule: &Rule, options: &Options, kyverno_version: Option<&str>) -> Y {
     let kinds: Vec<&str> = rule
         .object
         .as_ref()
         .map(|o| o.resources.iter().map(|r| r.kind).collect())
         .unwrap_or_default();
-    let severity = match rule.severity {
+    let severity = match options.severity(rule) {
         Severity::Error => "high",
         Severity::Warning => "medium",
     };

@@ -61,7 +61,11 @@ fn one_validating_policy_per_object_rule_with_the_rules_cel_verbatim() {
             at(doc, &["metadata", "name"]).as_str(),
             Some(rule.id.as_str())
         );
-        assert_eq!(at(doc, &["spec", "validationActions"]), &Y::strs(["Deny"]));
+        let actions = match rule.severity {
+            Severity::Error => Y::strs(["Deny"]),
+            Severity::Warning => Y::strs(["Warn", "Audit"]),
+        };
+        assert_eq!(at(doc, &["spec", "validationActions"]), &actions);
         assert_eq!(at(doc, &["spec", "failurePolicy"]).as_str(), Some("Fail"));
         let object = rule.object.as_ref().unwrap();
         let validations = seq(at(doc, &["spec", "validations"]));
@@ -252,10 +256,14 @@ fn the_vap_flavor_binds_each_policy_by_name() {
                 at(binding, &["spec", "policyName"]),
                 at(policy, &["metadata", "name"])
             );
-            assert_eq!(
-                at(binding, &["spec", "validationActions"]),
-                &Y::strs([if audit { "Audit" } else { "Deny" }])
-            );
+            let warning =
+                Catalog::get().rule(&generated.rule).unwrap().severity == Severity::Warning;
+            let expected = match (audit, warning) {
+                (true, _) => Y::strs(["Audit"]),
+                (false, false) => Y::strs(["Deny"]),
+                (false, true) => Y::strs(["Warn", "Audit"]),
+            };
+            assert_eq!(at(binding, &["spec", "validationActions"]), &expected);
         }
     }
 }
@@ -441,4 +449,66 @@ fn every_generated_expression_is_portable_to_kubernetes_and_kyverno() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_warning_rule_warns_and_audits_instead_of_denying_in_every_flavor() {
+    let warning = Catalog::get()
+        .rules
+        .iter()
+        .find(|r| r.severity == Severity::Warning && r.object.is_some())
+        .expect("an object rule that is a warning");
+    let error = Catalog::get()
+        .rules
+        .iter()
+        .find(|r| r.severity == Severity::Error && r.object.is_some())
+        .unwrap();
+    let actions = |flavor: Flavor, severity: Vec<(String, Severity)>, rule: &str| {
+        let options = Options {
+            flavor,
+            severity,
+            ..Options::default()
+        };
+        let all = generate(Catalog::get(), &options);
+        let generated = all.iter().find(|g| g.rule == rule).unwrap();
+        let docs = read_back(&file_text(generated));
+        match flavor {
+            Flavor::ValidatingPolicy => at(&docs[0], &["spec", "validationActions"]).clone(),
+            Flavor::Vap => at(&docs[1], &["spec", "validationActions"]).clone(),
+            Flavor::ClusterPolicy => at(
+                &seq(at(&docs[0], &["spec", "rules"]))[0],
+                &["validate", "failureAction"],
+            )
+            .clone(),
+        }
+    };
+    for flavor in [Flavor::ValidatingPolicy, Flavor::Vap] {
+        assert_eq!(
+            actions(flavor, Vec::new(), &warning.id),
+            Y::strs(["Warn", "Audit"]),
+            "{flavor:?}"
+        );
+        assert_eq!(actions(flavor, Vec::new(), &error.id), Y::strs(["Deny"]));
+        // [rules.severity] turns them round.
+        let swapped = vec![
+            (warning.id.clone(), Severity::Error),
+            (error.id.clone(), Severity::Warning),
+        ];
+        assert_eq!(
+            actions(flavor, swapped.clone(), &warning.id),
+            Y::strs(["Deny"])
+        );
+        assert_eq!(
+            actions(flavor, swapped, &error.id),
+            Y::strs(["Warn", "Audit"])
+        );
+    }
+    assert_eq!(
+        actions(Flavor::ClusterPolicy, Vec::new(), &warning.id),
+        Y::str("Audit")
+    );
+    assert_eq!(
+        actions(Flavor::ClusterPolicy, Vec::new(), &error.id),
+        Y::str("Enforce")
+    );
 }

@@ -53,6 +53,9 @@ pub struct JsonFinding<'a> {
     related: Vec<Related<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     suppressed: Option<Suppressed<'a>>,
+    /// The Helm template the finding's document was rendered from (`# Source:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -108,10 +111,20 @@ pub fn finding<'a>(f: &'a Finding, files: &'a [String]) -> JsonFinding<'a> {
             line: s.loc.line,
             column: s.loc.column,
         }),
+        source: None,
     }
 }
 
 pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    write_sourced(outcome, &super::helm::Sources::default(), out)
+}
+
+/// [`write`], with each finding's Helm template as `source`.
+pub fn write_sourced(
+    outcome: &Outcome,
+    helm: &super::helm::Sources,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let s = &outcome.summary;
     let report = Report {
         version: 1,
@@ -131,7 +144,11 @@ pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result
         findings: outcome
             .findings
             .iter()
-            .map(|f| finding(f, &outcome.files))
+            .enumerate()
+            .map(|(i, f)| JsonFinding {
+                source: helm.get(i),
+                ..finding(f, &outcome.files)
+            })
             .collect(),
     };
     serde_json::to_writer_pretty(&mut *out, &report)?;

@@ -1,9 +1,13 @@
 //! Output formats, one file each. They read an [`Outcome`] and write to a `Write`.
 
+pub mod concise;
 pub mod github;
+pub mod helm;
 pub mod json;
 pub mod junit;
 pub mod sarif;
+pub mod statistics;
+pub mod terminal;
 pub mod text;
 
 use crate::lint::engine::Outcome;

@@ -52,6 +52,8 @@ struct Rule<'a> {
     short_description: Text,
     full_description: Text,
     help: Help,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    help_uri: Option<String>,
     default_configuration: Configuration,
     properties: RuleProperties<'a>,
 }
@@ -156,6 +158,8 @@ struct Suppression {
 struct ResultProperties<'a> {
     bundle: Option<&'a str>,
     object: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
 }
 
 /// Where the tool is documented: the package's homepage or repository, once Cargo.toml names
@@ -174,6 +178,15 @@ fn level(severity: Severity) -> &'static str {
 }
 
 pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    write_sourced(outcome, &super::helm::Sources::default(), out)
+}
+
+/// [`write`], with each finding's Helm template in its message and `properties.source`.
+pub fn write_sourced(
+    outcome: &Outcome,
+    helm: &super::helm::Sources,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let catalog = Catalog::get();
     let rules = catalog
         .rules
@@ -193,6 +206,7 @@ pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result
                     r.remediation, r.rationale, r.adr
                 ),
             },
+            help_uri: r.doc_url(),
             default_configuration: Configuration {
                 level: level(r.severity),
             },
@@ -205,7 +219,8 @@ pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result
     let results = outcome
         .findings
         .iter()
-        .map(|f| result(f, outcome, catalog))
+        .enumerate()
+        .map(|(i, f)| result(f, outcome, catalog, helm.get(i)))
         .collect();
     let notifications = outcome
         .input_errors
@@ -249,14 +264,23 @@ pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result
     writeln!(out)
 }
 
-fn result<'a>(f: &'a Finding, outcome: &'a Outcome, catalog: &Catalog) -> SarifResult<'a> {
+fn result<'a>(
+    f: &'a Finding,
+    outcome: &'a Outcome,
+    catalog: &Catalog,
+    source: Option<&'a str>,
+) -> SarifResult<'a> {
+    // The template is not a file of the run (credlint read the rendered output), so it is
+    // said in the message rather than given as a location that could not be opened.
+    let text = match source {
+        Some(template) => format!("{} (from the Helm template {template})", f.message),
+        None => f.message.clone(),
+    };
     SarifResult {
         rule_id: &f.rule,
         rule_index: catalog.rules.iter().position(|r| r.id == f.rule),
         level: level(f.severity),
-        message: Text {
-            text: f.message.clone(),
-        },
+        message: Text { text },
         locations: [location(outcome, &f.loc, None, None)],
         related_locations: f
             .labels
@@ -268,7 +292,8 @@ fn result<'a>(f: &'a Finding, outcome: &'a Outcome, catalog: &Catalog) -> SarifR
             .suppressed
             .iter()
             .map(|s| Suppression {
-                kind: "inSource",
+                // An annotation stands in the manifest; a [[per-path]] entry in credlint.toml.
+                kind: if s.per_path { "external" } else { "inSource" },
                 status: "accepted",
                 justification: s.reason.clone(),
                 location: location(outcome, &s.loc, None, None),
@@ -277,6 +302,7 @@ fn result<'a>(f: &'a Finding, outcome: &'a Outcome, catalog: &Catalog) -> SarifR
         properties: ResultProperties {
             bundle: f.bundle.as_deref(),
             object: f.object.as_ref().map(ToString::to_string),
+            source,
         },
     }
 }

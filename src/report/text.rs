@@ -64,6 +64,25 @@ impl IndexedSource {
     }
 }
 
+impl IndexedSource {
+    /// The span alone, from its own column: miette reads the location it prints in a
+    /// diagnostic's header (`file:line:column`) from this.
+    fn at_span(&self, start: usize, end: usize) -> Box<dyn SpanContents<'_> + '_> {
+        let line = self.lines.line_of(start);
+        let line_start = self.lines.line_start(line).unwrap_or(0);
+        let column = self.lines.chars_between(&self.text, line_start, start);
+        let last = self.lines.line_of(end.max(start));
+        Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            &self.text.as_bytes()[start..end],
+            SourceSpan::new(start.into(), end - start),
+            line,
+            column,
+            last - line + 1,
+        ))
+    }
+}
+
 impl SourceCode for IndexedSource {
     fn read_span<'a>(
         &'a self,
@@ -75,6 +94,9 @@ impl SourceCode for IndexedSource {
         let end = start + span.len();
         if end > self.text.len() {
             return Err(MietteError::OutOfBounds);
+        }
+        if before == 0 && after == 0 {
+            return Ok(self.at_span(start, end));
         }
         let first = self.lines.line_of(start).saturating_sub(before);
         let last_line = self
@@ -101,15 +123,31 @@ impl SourceCode for IndexedSource {
     }
 }
 
+#[derive(Clone, Debug, Default)]
 pub struct Style {
     pub color: bool,
     /// List every suppressed finding with its reason (otherwise only their number is shown).
     pub show_suppressed: bool,
+    /// The width to wrap messages at; `None`: no wrapping (output into a pipe or a file).
+    pub width: Option<usize>,
+    /// Only the findings: no summary line, no line about suppressed findings.
+    pub quiet: bool,
 }
 
 pub fn write(
     outcome: &Outcome,
     texts: &Texts,
+    style: &Style,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    write_sourced(outcome, texts, &super::helm::Sources::default(), style, out)
+}
+
+/// [`write`], with the Helm template each finding comes from.
+pub fn write_sourced(
+    outcome: &Outcome,
+    texts: &Texts,
+    helm: &super::helm::Sources,
     style: &Style,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
@@ -119,9 +157,20 @@ pub fn write(
     } else {
         GraphicalTheme::unicode_nocolor()
     };
-    let handler = GraphicalReportHandler::new_themed(theme).with_context_lines(1);
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_context_lines(1)
+        // The rule's address follows its id as text: a terminal hyperlink shows nothing where
+        // it is not understood.
+        .with_links(false);
+    let handler = match style.width {
+        Some(width) => handler.with_width(width),
+        None => handler.with_wrap_lines(false).with_width(100_000),
+    };
     let mut sources: HashMap<usize, Option<std::sync::Arc<IndexedSource>>> = HashMap::new();
-    for finding in outcome.findings.iter().filter(|f| f.suppressed.is_none()) {
+    for (index, finding) in outcome.findings.iter().enumerate() {
+        if finding.suppressed.is_some() {
+            continue;
+        }
         let source = sources
             .entry(finding.loc.file)
             .or_insert_with(|| {
@@ -153,8 +202,20 @@ pub fn write(
                 finding.loc.line, finding.loc.column
             ));
         }
+        if let Some(template) = helm.get(index) {
+            rendered.push_str(&format!("  from the Helm template {template}\n"));
+        }
         writeln!(out, "{rendered}")?;
     }
+    if style.quiet {
+        return Ok(());
+    }
+    summary(outcome, out)?;
+    suppressed(outcome, style, out)
+}
+
+/// The last line of a report: errors, warnings and what was read.
+pub fn summary(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let s = &outcome.summary;
     writeln!(
         out,
@@ -171,8 +232,7 @@ pub fn write(
         plural(s.bundles, "bundle", "bundles"),
         s.files,
         plural(s.files, "file", "files"),
-    )?;
-    suppressed(outcome, style, out)
+    )
 }
 
 /// Suppressed findings do not count and are not shown as diagnostics: one line says how many,
@@ -191,17 +251,28 @@ fn suppressed(
         return Ok(());
     }
     let n = accepted.len();
+    let inline = accepted
+        .iter()
+        .any(|f| f.suppressed.as_ref().is_some_and(|s| !s.per_path));
+    let config = accepted
+        .iter()
+        .any(|f| f.suppressed.as_ref().is_some_and(|s| s.per_path));
+    let by = match (inline, config) {
+        (true, true) => format!("{IGNORE_ANNOTATION} and [[per-path]]"),
+        (false, true) => "[[per-path]]".to_string(),
+        _ => IGNORE_ANNOTATION.to_string(),
+    };
     if !style.show_suppressed {
         return writeln!(
             out,
-            "{n} {} suppressed by {IGNORE_ANNOTATION} (--show-suppressed lists {})",
+            "{n} {} suppressed by {by} (--show-suppressed lists {})",
             plural(n, "finding", "findings"),
             plural(n, "it", "them"),
         );
     }
     writeln!(
         out,
-        "{n} {} suppressed by {IGNORE_ANNOTATION}:",
+        "{n} {} suppressed by {by}:",
         plural(n, "finding", "findings")
     )?;
     for f in accepted {
@@ -212,13 +283,18 @@ fn suppressed(
             .map_or(String::new(), |o| format!(" on {o}"));
         writeln!(
             out,
-            "  {} {}:{}:{} {}{on}: \"{}\" (annotation at {}:{})",
+            "  {} {}:{}:{} {}{on}: \"{}\" ({} at {}:{})",
             f.severity,
             super::file_name(outcome, f.loc.file),
             f.loc.line,
             f.loc.column,
             f.rule,
             s.reason,
+            if s.per_path {
+                "[[per-path]]"
+            } else {
+                "annotation"
+            },
             super::file_name(outcome, s.loc.file),
             s.loc.line,
         )?;
@@ -265,6 +341,9 @@ fn diagnostic(
         .with_severity(severity);
     if let Some(rule) = catalog.rule(&f.rule) {
         d = d.with_help(rule.remediation.clone());
+        if let Some(url) = rule.doc_url() {
+            d = d.with_url(url);
+        }
     }
     if with_source {
         let mut labels = vec![LabeledSpan::new_primary_with_span(
@@ -295,6 +374,7 @@ fn diagnostic(
 
 fn label_text(f: &Finding) -> String {
     match &f.object {
+        Some(o) if o.name.is_empty() => format!("{} without metadata.name", o.kind),
         Some(o) => format!("{} {}", o.kind, o.name),
         None => "here".to_string(),
     }

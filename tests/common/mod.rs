@@ -14,7 +14,12 @@ pub fn credlint_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_credlint"))
         .args(args)
         .current_dir(dir)
+        // The report's colour and width follow these; a test sets them when it means to.
         .env_remove("NO_COLOR")
+        .env_remove("FORCE_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("CLICOLOR")
+        .env_remove("COLUMNS")
         .output()
         .expect("the binary runs")
 }

@@ -324,13 +324,23 @@ fn job_name(bundle: &Bundle, job: &Member, id: &str, emit: &mut Emit) {
     let expected = expected_job_name(&bundle.owner, &job_hash(state, image));
     if facts.name != expected {
         let cm = bundle.first(MemberKind::ConfigMap).map(|m| m.loc);
-        let finding = emit.add(
-            "job-name-hash",
-            job.loc,
+        let message = if facts.name.is_empty() {
+            // A hook Job with `generateName` only: the API server adds a random suffix, so the
+            // name can never carry the hash Argo CD needs to see a change.
+            format!(
+                "the Job has no `metadata.name` (a `generateName` gets a random suffix, which \
+                 cannot carry the hash of what it runs): name it `{expected}`"
+            )
+        } else {
             format!(
                 "the Job is named `{}`, but for the plan, program and image it runs it is `{expected}`",
                 facts.name
-            ),
+            )
+        };
+        let finding = emit.add(
+            "job-name-hash",
+            job.loc,
+            message,
             Some(&job.object()),
             Some(id),
         );

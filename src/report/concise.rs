@@ -1,0 +1,36 @@
+//! `--format concise`: one line per finding, `file:line:column: severity rule: message`, as
+//! ruff's `concise` and eslint's `compact` do, for editors' error lists and grep; then the
+//! summary line of the text report.
+
+use super::helm::Sources;
+use crate::lint::engine::Outcome;
+
+pub fn write(
+    outcome: &Outcome,
+    sources: &Sources,
+    quiet: bool,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    for (i, f) in outcome.findings.iter().enumerate() {
+        if f.suppressed.is_some() {
+            continue;
+        }
+        let from = sources
+            .get(i)
+            .map_or(String::new(), |s| format!(" (from {s})"));
+        writeln!(
+            out,
+            "{}:{}:{}: {} {}: {}{from}",
+            super::file_name(outcome, f.loc.file),
+            f.loc.line,
+            f.loc.column,
+            f.severity,
+            f.rule,
+            f.message.replace('\n', " "),
+        )?;
+    }
+    if quiet {
+        return Ok(());
+    }
+    super::text::summary(outcome, out)
+}
