@@ -341,7 +341,11 @@ fn concurrent_runs_share_one_folder_safely() {
     let temporary: Vec<_> = std::fs::read_dir(&cache)
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".credlint-tmp-")
+        })
         .collect();
     assert!(temporary.is_empty(), "left behind: {temporary:?}");
     let _ = std::fs::remove_dir_all(&dir);

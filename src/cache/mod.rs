@@ -33,6 +33,9 @@ pub const MAX_BYTES: u64 = 256 << 20;
 /// A hit refreshes its entry's time when it is older than this, so pruning keeps what runs use
 /// without a write per hit.
 const REFRESH_AFTER: Duration = Duration::from_secs(3600);
+/// How the temporary files of entries being written start (hidden, and credlint's own name, so
+/// that pruning a folder shared with other programs removes none of theirs).
+const TEMP_PREFIX: &str = ".credlint-tmp-";
 /// Temporary files older than this were left by a run that died: pruned.
 const STALE_TEMP: Duration = Duration::from_secs(3600);
 
@@ -53,6 +56,9 @@ impl Cache {
     /// a `.gitignore` holding `*`, so that no one commits it, and a CACHEDIR.TAG, so that backup
     /// tools skip it.
     pub fn open(dir: &Path, options: &Options) -> std::io::Result<Cache> {
+        // A folder that exists already and is not a cache (`--cache-dir /tmp`) gets no
+        // .gitignore of ours: that could hide someone else's files from git.
+        let ours = !dir.is_dir() || dir.join("CACHEDIR.TAG").is_file();
         std::fs::create_dir_all(dir)?;
         for (name, text) in [
             (
@@ -65,7 +71,7 @@ impl Cache {
             ),
         ] {
             let path = dir.join(name);
-            if !path.exists() {
+            if ours && !path.exists() {
                 write_atomically(dir, &path, text.as_bytes(), 0)?;
             }
         }
@@ -206,7 +212,7 @@ fn write_atomically(dir: &Path, path: &Path, bytes: &[u8], n: usize) -> std::io:
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let temp = dir.join(format!(".tmp-{}-{nanos}-{n}", std::process::id()));
+    let temp = dir.join(format!("{TEMP_PREFIX}{}-{nanos}-{n}", std::process::id()));
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -233,7 +239,7 @@ fn prune(dir: &Path, limit: u64) {
         let name = name.to_string_lossy();
         let Ok(meta) = e.metadata() else { continue };
         let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        if name.starts_with(".tmp-") {
+        if name.starts_with(TEMP_PREFIX) {
             if modified.elapsed().unwrap_or_default() > STALE_TEMP {
                 let _ = std::fs::remove_file(e.path());
             }

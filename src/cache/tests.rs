@@ -136,14 +136,17 @@ fn pruning_removes_the_least_recently_used_entries_and_stale_temporary_files() {
         f.set_modified(now - Duration::from_secs(1000 - i as u64))
             .unwrap();
     }
-    let stale = std::fs::File::create(dir.join(".tmp-1-0")).unwrap();
+    let stale = std::fs::File::create(dir.join(".credlint-tmp-1-0")).unwrap();
     stale.set_modified(now - 2 * STALE_TEMP).unwrap();
-    std::fs::write(dir.join(".tmp-1-1"), "a run writing now").unwrap();
+    std::fs::write(dir.join(".credlint-tmp-1-1"), "a run writing now").unwrap();
     std::fs::write(dir.join(".gitignore"), "*\n").unwrap();
+    // Another program's old temporary file, in a folder shared with it: not credlint's.
+    let theirs = std::fs::File::create(dir.join(".tmp-theirs")).unwrap();
+    theirs.set_modified(now - 2 * STALE_TEMP).unwrap();
     prune(&dir, 2000);
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
-        12,
+        13,
         "under the limit"
     );
     prune(&dir, 800);
@@ -153,7 +156,11 @@ fn pruning_removes_the_least_recently_used_entries_and_stale_temporary_files() {
         .collect();
     left.sort();
     let mut expected: Vec<String> = names[4..].to_vec();
-    expected.extend([".gitignore".to_string(), ".tmp-1-1".to_string()]);
+    expected.extend([
+        ".gitignore".to_string(),
+        ".credlint-tmp-1-1".to_string(),
+        ".tmp-theirs".to_string(),
+    ]);
     expected.sort();
     assert_eq!(left, expected, "down to 3/4 of the limit, oldest first");
     let _ = std::fs::remove_dir_all(&dir);
@@ -167,4 +174,20 @@ fn the_folder_comes_from_the_flag_then_the_variable_then_the_default() {
         Some(PathBuf::from("x"))
     );
     // The variable is read by the integration tests, which set it per process.
+}
+
+#[test]
+fn a_folder_that_is_not_a_cache_gets_no_gitignore() {
+    let dir = temp("not-ours");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "someone's").unwrap();
+    Cache::open(&dir, &Options::default()).unwrap();
+    assert!(!dir.join(".gitignore").exists());
+    // A folder credlint made is marked, and stays so when opened again.
+    let ours = dir.join("cache");
+    Cache::open(&ours, &Options::default()).unwrap();
+    std::fs::remove_file(ours.join(".gitignore")).unwrap();
+    Cache::open(&ours, &Options::default()).unwrap();
+    assert!(ours.join(".gitignore").is_file() && ours.join("CACHEDIR.TAG").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
 }
