@@ -117,7 +117,10 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
     let other = Cache::open(&dir, &options).unwrap();
     assert_ne!(other.key("a.yaml", &text).0, key.0);
     assert_eq!(
-        Cache::open(&dir, &Options::default()).unwrap().key("a.yaml", &text).0,
+        Cache::open(&dir, &Options::default())
+            .unwrap()
+            .key("a.yaml", &text)
+            .0,
         key.0
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -114,6 +114,12 @@ struct Waiting {
     bundle: Option<String>,
 }
 
+/// The stack of each worker thread. CEL evaluation recurses once per level of an expression
+/// (user policies up to `kyverno::support::MAX_DEPTH`), and a metered call takes several frames:
+/// the default 2 MiB is not enough for the deepest in a debug build. Only what is used is
+/// committed.
+pub const WORKER_STACK: usize = 16 << 20;
+
 /// What linting one file leaves behind: all a later run needs to skip the file (the cache
 /// keeps it).
 #[derive(Debug, Default)]
@@ -363,6 +369,7 @@ impl Engine {
             self.pool.get_or_init(|| {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(self.options.threads.unwrap_or(0))
+                    .stack_size(WORKER_STACK)
                     .build()
                     .ok()
             })
@@ -554,12 +561,15 @@ impl Engine {
         });
         let mut out = FileOut::default();
         let mut header_lines = Vec::new();
+        // Where the file's objects stand: only the text findings below need it, so a cached
+        // result never holds it.
+        let mut places = Vec::new();
         for (part, lines) in parts {
             out.timings.add(part.timings);
             out.findings.extend(part.findings);
             out.members.extend(part.members);
             out.ignores.extend(part.ignores);
-            out.places.extend(part.places);
+            places.extend(part.places);
             out.documents += part.documents;
             out.objects += part.objects;
             header_lines.extend(lines);
@@ -570,7 +580,7 @@ impl Engine {
             return out;
         }
         let scanning = std::time::Instant::now();
-        let places = &out.places;
+        let places = &places;
         let pragmas: Vec<Vec<Finding>> = each_segment(&segments, |seg| {
             let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;
             let mut problems = Vec::new();

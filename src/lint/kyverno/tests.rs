@@ -359,6 +359,16 @@ fn other_policy_kinds_are_reported_and_other_documents_ignored() {
 
 #[test]
 fn hostile_policies_do_not_panic() {
+    // On a stack the size of the engine's workers, where policies are evaluated.
+    std::thread::Builder::new()
+        .stack_size(crate::lint::engine::WORKER_STACK)
+        .spawn(hostile_policies_on_this_thread)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+fn hostile_policies_on_this_thread() {
     let inputs = [
         "",
         "kind: ValidatingPolicy",
