@@ -215,13 +215,14 @@ pub(super) fn check(facts: &Facts<'_>, src: &str) -> Vec<ScriptFinding> {
         let Some((module, function)) = target(call, src, &names) else {
             continue;
         };
-        let arguments = call.child_by_field_name("arguments");
-        let args: Vec<Node<'_>> = arguments
-            .map(|a| {
+        // Only a digest's arguments are read.
+        let args: Vec<Node<'_>> = match (module.as_str(), call.child_by_field_name("arguments")) {
+            ("hashlib", Some(a)) => {
                 let mut cursor = a.walk();
                 a.named_children(&mut cursor).collect()
-            })
-            .unwrap_or_default();
+            }
+            _ => Vec::new(),
+        };
         let message = match (module.as_str(), function.as_str()) {
             ("random", f) if DRAWS.contains(&f) => Some(format!(
                 "`{}` draws from Python's Mersenne Twister, whose output can be predicted from what it gave before: generate credentials with `secrets` (ADR-072 point 2)",

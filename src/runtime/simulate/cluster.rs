@@ -246,7 +246,12 @@ pub struct Cluster {
     pub events: Vec<Event>,
     /// The External Secrets controller's queue and caches.
     controller: eso::Controller,
+    /// Bytes of request text kept for the leak check in this run (bounded by [`MAX_SENT`]).
+    sent_bytes: usize,
 }
+
+/// Request text kept for the leak check per run: a runaway program cannot fill memory.
+const MAX_SENT: usize = 16 * 1024 * 1024;
 
 /// The values of a stored Secret, hashed.
 pub fn secret_values(secret: &Value) -> Values {
@@ -293,6 +298,7 @@ impl Cluster {
             pods: BTreeMap::new(),
             events: Vec::new(),
             controller: eso::Controller::default(),
+            sent_bytes: 0,
         }
     }
 
@@ -332,9 +338,18 @@ impl Cluster {
         uid
     }
 
+    /// Clears what the judge read from the previous run.
+    pub fn start_run(&mut self) {
+        self.events.clear();
+        self.sent_bytes = 0;
+    }
+
     /// Records what a request carries besides Secret data, for the leak check. Bounded: a
-    /// request's text is cut at 64 KiB.
+    /// request's text is cut at 64 KiB, and a run keeps at most [`MAX_SENT`] bytes of it.
     pub fn record_sent(&mut self, label: &str, resource: &str, content_type: &str, body: &[u8]) {
+        if self.sent_bytes >= MAX_SENT {
+            return;
+        }
         let mut text = label.to_string();
         if let Ok(mut value) = serde_json::from_slice::<Value>(body) {
             strip_secret_data(&mut value, resource, content_type);
@@ -349,6 +364,7 @@ impl Cluster {
             cut -= 1;
         }
         text.truncate(cut);
+        self.sent_bytes += text.len();
         self.record(Event::Sent {
             request: label.to_string(),
             text,

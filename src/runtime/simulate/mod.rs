@@ -61,6 +61,11 @@
 //! - `g-server-still-wrong` (same): as (f), but the replacement refuses too.
 //! - `h-unclear-answer` (same): complete Secrets, servers started with them, but answering
 //!   probes with neither success nor a refusal (Valkey still loading; NATS silent).
+//! - `i-adopt-under-controller`: as (c), but each Secret's data-hash annotation no longer
+//!   matches its data, so the External Secrets controller refreshes on its next reconcile.
+//!
+//! In every scenario a fake External Secrets controller (`cluster::eso`, modelled on
+//! v2.12.0) acts after each request of the program, deterministically.
 //!
 //! Success (a, b, c, e, f, h): exit 0 and the end state of points 2-4 (every planned key present;
 //! in c the ExternalSecrets and retired generators gone and the Secrets free of ExternalSecret
@@ -69,7 +74,10 @@
 //! each refusing pod once.
 //!
 //! # Findings
-//! The five rules of the issue plus three this module adds: `runtime-needless-write` (a write
+//! `runtime-adoption-order` (a planned Secret written, or a retired generator deleted, while
+//! the ExternalSecret still exists), `runtime-unguarded-patch`, `runtime-value-leaked` and
+//! `runtime-predictable-value` (`values`) come with the controller. Before them, the five
+//! rules of the first issue plus three this module adds: `runtime-needless-write` (a write
 //! that changed nothing, or any Secret write in a second run: the e2e compares
 //! resourceVersions), `runtime-restarts-server` (deleting a server pod that accepts its
 //! password, is not running, answered unclearly, or was already deleted in this run) and
@@ -308,7 +316,7 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
                     scenario::start_pods(&mut cluster, &templates, scenario::PodStart::Current)
                         .map_err(temp_err)?;
                 }
-                cluster.events.clear();
+                cluster.start_run();
                 scenario::snapshot(&cluster)
             };
             // Rewritten each run: a program may have changed its own files.
