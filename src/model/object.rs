@@ -145,4 +145,33 @@ mod tests {
         objects(&d.root, &mut out);
         assert!(out.is_empty());
     }
+
+    #[test]
+    fn documents_that_are_no_objects_are_located() {
+        let cases = [
+            ("just a note\n", 1, "a string"),
+            ("- a\n- b\n", 1, "a sequence"),
+            ("replicas: 3\n", 1, "without apiVersion or kind"),
+            ("kind: Role\nmetadata: {name: x}\n", 1, "without apiVersion"),
+            (
+                "apiVersion: v1\nkind: List\nitems:\n  - 42\n",
+                1,
+                "an item of this List",
+            ),
+        ];
+        for (text, count, says) in cases {
+            let Parsed::Document(d) = &parse(text)[0] else {
+                panic!()
+            };
+            let found = not_objects(&d.root);
+            assert_eq!(found.len(), count, "{text}");
+            assert!(found[0].1.contains(says), "{text}: {}", found[0].1);
+        }
+        for text in ["apiVersion: v1\nkind: ConfigMap\n", "# only a comment\n"] {
+            let parsed = parse(text);
+            if let Some(Parsed::Document(d)) = parsed.first() {
+                assert!(not_objects(&d.root).is_empty(), "{text}");
+            }
+        }
+    }
 }
