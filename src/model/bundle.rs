@@ -177,6 +177,8 @@ pub struct JobFacts {
 pub struct BindingFacts {
     pub role: Option<String>,
     pub accounts: Vec<(String, Option<String>)>,
+    /// How many subjects it has, of any kind.
+    pub subjects: usize,
 }
 
 #[derive(Clone, Debug)]

@@ -183,6 +183,10 @@ fn binding(root: &Node) -> BindingFacts {
                 ))
             })
             .collect(),
+        subjects: root
+            .get("subjects")
+            .and_then(Node::as_seq)
+            .map_or(0, <[Node]>::len),
     }
 }
 

@@ -14,6 +14,7 @@ pub fn check(bundle: &Bundle, emit: &mut Emit) {
     duplicates(bundle, &id, emit);
     role_plan(bundle, &id, emit);
     naming(bundle, &id, emit);
+    linked_binding(bundle, &id, emit);
     if let Some(job) = bundle.first(MemberKind::Job) {
         if let Facts::Job(facts) = &job.facts {
             let account = bundle.name_of(MemberKind::ServiceAccount);
@@ -61,6 +62,44 @@ fn naming(bundle: &Bundle, id: &str, emit: &mut Emit) {
                 Some(id),
             );
         }
+    }
+}
+
+/// `rolebinding-wiring` for a RoleBinding named otherwise, which its subject linked to the
+/// bundle (one named `<owner>-credentials` is judged field by field as it is read).
+fn linked_binding(bundle: &Bundle, id: &str, emit: &mut Emit) {
+    let Some(rb) = bundle.first(MemberKind::RoleBinding) else {
+        return;
+    };
+    let Facts::RoleBinding(facts) = &rb.facts else {
+        return;
+    };
+    if crate::model::bundle::owner_of_name(&rb.name).is_some() {
+        return;
+    }
+    let role = bundle.name_of(MemberKind::Role);
+    let account = bundle.name_of(MemberKind::ServiceAccount);
+    let mut faults = Vec::new();
+    if facts.role.as_deref() != Some(role.as_str()) {
+        faults.push(format!("does not bind the Role `{role}`"));
+    }
+    if facts.subjects != 1 || facts.accounts.first().is_none_or(|(n, _)| *n != account) {
+        faults.push(format!(
+            "has {} subjects where its only one is the ServiceAccount `{account}`",
+            facts.subjects
+        ));
+    }
+    if !faults.is_empty() {
+        emit.add(
+            "rolebinding-wiring",
+            rb.loc,
+            format!(
+                "the RoleBinding of bundle {id} {} (ADR-072 point 5)",
+                faults.join(" and ")
+            ),
+            Some(&rb.object()),
+            Some(id),
+        );
     }
 }
 
