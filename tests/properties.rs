@@ -324,8 +324,12 @@ fn the_policies_agree_with_the_linter_on_every_generated_object() {
                             denied += 1;
                             denied_rules.insert(policy.name.clone());
                         }
+                        // A member only the linter recognises (by the references between
+                        // objects) is selected by no policy: the README's stated gap.
+                        let gap = flagged
+                            && matches!(verdict, credlint::lint::kyverno::Verdict::NotMatched);
                         assert!(
-                            verdict.denies() == flagged,
+                            verdict.denies() == flagged || gap,
                             "{}",
                             failure(
                                 "agreement",

@@ -10,6 +10,7 @@ use crate::load::yaml::Span;
 use crate::model::bundle::{
     ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, Volume,
 };
+use crate::model::writers::{self, Subject, WriterKind};
 use crate::model::{Finding, Label, ObjectRef, Severity, Suppression};
 
 /// Encodes `out`, whose places all lie in file `file`; `None` when one does not (such a result
@@ -29,6 +30,7 @@ pub fn encode(out: &FileOut, file: usize) -> Option<Vec<u8>> {
         w.str(&i.value);
         w.loc(&i.loc);
     });
+    w.seq(&out.writers, Writer::render_writer);
     (!w.foreign).then_some(w.bytes)
 }
 
@@ -46,9 +48,11 @@ pub fn decode(bytes: &[u8], file: usize) -> Option<FileOut> {
             loc: r.loc()?,
         })
     })?;
+    let render_writers = r.seq(Reader::render_writer)?;
     // Trailing bytes mean a writer this reader does not know.
     (r.at == bytes.len()).then(|| FileOut {
         places: Vec::new(),
+        writers: render_writers,
         findings,
         members,
         ignores,
@@ -200,6 +204,7 @@ impl Writer {
             name,
             loc,
             facts,
+            held,
         } = m;
         self.u8(kind_tag(*kind));
         self.opt(namespace, |w, n| w.str(n));
@@ -212,16 +217,28 @@ impl Writer {
                 self.u8(1);
                 self.str(p);
             }
+            Owner::Linked => self.u8(2),
         }
         self.str(name);
         self.at(loc);
         match facts {
-            Facts::ServiceAccount => self.u8(0),
+            Facts::ServiceAccount(automount) => {
+                self.u8(0);
+                self.automount(automount);
+            }
             Facts::Role(rules) => {
                 self.u8(1);
                 self.seq(rules, Writer::role_rule);
             }
-            Facts::RoleBinding => self.u8(2),
+            Facts::RoleBinding(b) => {
+                self.u8(2);
+                self.opt(&b.role, |w, r| w.str(r));
+                self.seq(&b.accounts, |w, (name, namespace)| {
+                    w.str(name);
+                    w.opt(namespace, |w, n| w.str(n));
+                });
+                self.usize(b.subjects);
+            }
             Facts::ConfigMap(cm) => {
                 self.u8(3);
                 self.config_map(cm);
@@ -231,6 +248,56 @@ impl Writer {
                 self.job(job);
             }
         }
+        self.opt(held, |w, findings| w.seq(findings, Writer::finding));
+    }
+
+    fn automount(&mut self, automount: &crate::model::bundle::Automount) {
+        self.opt(automount, |w, (on, at)| {
+            w.u8(u8::from(*on));
+            w.at(at);
+        });
+    }
+
+    fn render_writer(&mut self, x: &writers::Writer) {
+        let writers::Writer {
+            kind,
+            object,
+            namespace,
+            name,
+            loc,
+            generated,
+            subjects,
+        } = x;
+        match kind {
+            WriterKind::Secret => self.u8(0),
+            WriterKind::ExternalSecret => self.u8(1),
+            WriterKind::Password { cluster } => {
+                self.u8(2);
+                self.u8(u8::from(*cluster));
+            }
+            WriterKind::RoleBinding => self.u8(3),
+            WriterKind::ClusterRoleBinding => self.u8(4),
+        }
+        self.object(object);
+        self.opt(namespace, |w, n| w.str(n));
+        self.str(name);
+        self.at(loc);
+        self.u8(u8::from(*generated));
+        self.seq(
+            subjects,
+            |w,
+             Subject {
+                 kind,
+                 name,
+                 namespace,
+                 loc,
+             }| {
+                w.str(kind);
+                w.str(name);
+                w.opt(namespace, |w, n| w.str(n));
+                w.at(loc);
+            },
+        );
     }
 
     fn role_rule(&mut self, r: &RoleRule) {
@@ -270,11 +337,15 @@ impl Writer {
                  secrets,
                  generators,
                  pods,
+                 secret_locs,
+                 generator_locs,
              }| {
                 w.str(kind);
                 w.strs(secrets);
                 w.strs(generators);
                 w.strs(pods);
+                w.seq(secret_locs, Writer::at);
+                w.seq(generator_locs, Writer::at);
             },
         );
         self.opt(
@@ -308,6 +379,9 @@ impl Writer {
             command,
             command_loc,
             image,
+            automount,
+            fs_group,
+            runs_program,
         } = j;
         self.str(name);
         self.at(pod_loc);
@@ -322,24 +396,56 @@ impl Writer {
                  name,
                  config_map,
                  loc,
+                 items,
+                 optional,
+                 default_mode,
              }| {
                 w.str(name);
                 w.opt(config_map, |w, c| w.str(c));
                 w.at(loc);
+                w.opt(items, |w, (items, at)| {
+                    w.seq(items, |w, (key, mode, at)| {
+                        w.str(key);
+                        w.opt(mode, |w, m| w.u64(*m as u64));
+                        w.at(at);
+                    });
+                    w.at(at);
+                });
+                w.opt(optional, Writer::at);
+                w.opt(default_mode, |w, (m, at)| {
+                    w.u64(*m as u64);
+                    w.at(at);
+                });
             },
         );
         self.opt(container_loc, Writer::at);
-        self.seq(mounts, |w, Mount { volume, path, loc }| {
-            w.str(volume);
-            w.str(path);
-            w.at(loc);
-        });
+        self.seq(
+            mounts,
+            |w,
+             Mount {
+                 volume,
+                 path,
+                 loc,
+                 sub_path,
+             }| {
+                w.str(volume);
+                w.str(path);
+                w.at(loc);
+                w.opt(sub_path, |w, (p, at)| {
+                    w.str(p);
+                    w.at(at);
+                });
+            },
+        );
         self.strs(command);
         self.opt(command_loc, Writer::at);
         self.opt(image, |w, (s, at)| {
             w.str(s);
             w.at(at);
         });
+        self.automount(automount);
+        self.u8(u8::from(*fs_group));
+        self.u8(u8::from(*runs_program));
     }
 }
 
@@ -501,18 +607,24 @@ impl<'b> Reader<'b> {
         let owner = match self.u8()? {
             0 => Owner::Known(self.string()?),
             1 => Owner::Prefix(self.string()?),
+            2 => Owner::Linked,
             _ => return None,
         };
         let name = self.string()?;
         let loc = self.at()?;
         let facts = match self.u8()? {
-            0 => Facts::ServiceAccount,
+            0 => Facts::ServiceAccount(self.automount()?),
             1 => Facts::Role(self.seq(Reader::role_rule)?),
-            2 => Facts::RoleBinding,
+            2 => Facts::RoleBinding(crate::model::bundle::BindingFacts {
+                role: self.opt(Reader::string)?,
+                accounts: self.seq(|r| Some((r.string()?, r.opt(Reader::string)?)))?,
+                subjects: self.usize()?,
+            }),
             3 => Facts::ConfigMap(Box::new(self.config_map()?)),
             4 => Facts::Job(Box::new(self.job()?)),
             _ => return None,
         };
+        let held = self.opt(|r| r.seq(Reader::finding))?;
         Some(Member {
             kind,
             namespace,
@@ -520,6 +632,40 @@ impl<'b> Reader<'b> {
             name,
             loc,
             facts,
+            held,
+        })
+    }
+
+    fn automount(&mut self) -> Option<crate::model::bundle::Automount> {
+        self.opt(|r| Some((r.flag()?, r.at()?)))
+    }
+
+    fn render_writer(&mut self) -> Option<writers::Writer> {
+        let kind = match self.u8()? {
+            0 => WriterKind::Secret,
+            1 => WriterKind::ExternalSecret,
+            2 => WriterKind::Password {
+                cluster: self.flag()?,
+            },
+            3 => WriterKind::RoleBinding,
+            4 => WriterKind::ClusterRoleBinding,
+            _ => return None,
+        };
+        Some(writers::Writer {
+            kind,
+            object: self.object()?,
+            namespace: self.opt(Reader::string)?,
+            name: self.string()?,
+            loc: self.at()?,
+            generated: self.flag()?,
+            subjects: self.seq(|r| {
+                Some(Subject {
+                    kind: r.string()?,
+                    name: r.string()?,
+                    namespace: r.opt(Reader::string)?,
+                    loc: r.at()?,
+                })
+            })?,
         })
     }
 
@@ -544,6 +690,8 @@ impl<'b> Reader<'b> {
                     secrets: r.strings()?,
                     generators: r.strings()?,
                     pods: r.strings()?,
+                    secret_locs: r.seq(Reader::at)?,
+                    generator_locs: r.seq(Reader::at)?,
                 })
             })?,
             hash_state: self.opt(|r| {
@@ -575,6 +723,14 @@ impl<'b> Reader<'b> {
                     name: r.string()?,
                     config_map: r.opt(Reader::string)?,
                     loc: r.at()?,
+                    items: r.opt(|r| {
+                        let items = r.seq(|r| {
+                            Some((r.string()?, r.opt(|r| Some(r.u64()? as i64))?, r.at()?))
+                        })?;
+                        Some((items, r.at()?))
+                    })?,
+                    optional: r.opt(Reader::at)?,
+                    default_mode: r.opt(|r| Some((r.u64()? as i64, r.at()?)))?,
                 })
             })?,
             container_loc: self.opt(Reader::at)?,
@@ -583,11 +739,15 @@ impl<'b> Reader<'b> {
                     volume: r.string()?,
                     path: r.string()?,
                     loc: r.at()?,
+                    sub_path: r.opt(|r| Some((r.string()?, r.at()?)))?,
                 })
             })?,
             command: self.strings()?,
             command_loc: self.opt(Reader::at)?,
             image: self.opt(|r| Some((r.string()?, r.at()?)))?,
+            automount: self.automount()?,
+            fs_group: self.flag()?,
+            runs_program: self.flag()?,
         })
     }
 }

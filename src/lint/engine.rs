@@ -6,6 +6,7 @@ use crate::lint::catalog::{Catalog, RESOURCES, Resource, Validation};
 use crate::lint::cel::reads::{self, Pattern};
 use crate::lint::cel::{Cel, Compiled, RuleSet, Verdict};
 use crate::lint::checks::runtime::{self, Checked};
+use crate::lint::checks::writers::Render;
 use crate::lint::checks::{Emit, bundle_rules, plan, text, wiring};
 use crate::lint::verdicts::{ObjectVerdicts, VerdictCache, Verdicts};
 use crate::load::input::{self, InputError, InputFile};
@@ -16,6 +17,7 @@ use crate::load::yaml::{self, Node, Parsed, Span};
 use crate::model::bundle::{self, Bundle, Member, MemberKind, Owner};
 use crate::model::members::{self, Keep};
 use crate::model::object::{self, Object};
+use crate::model::writers::Writer;
 use crate::model::{Finding, ObjectRef, Severity, bundle_id};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -126,6 +128,9 @@ pub const WORKER_STACK: usize = 16 << 20;
 pub struct FileOut {
     pub findings: Vec<Finding>,
     pub members: Vec<Member>,
+    /// Objects that write Secrets or grant rights (the one-writer rules compare them with the
+    /// bundles once every file is read).
+    pub writers: Vec<Writer>,
     pub ignores: Vec<IgnoreAnnotation>,
     /// Every object read, so that a finding on the raw text names the object it stands in;
     /// used within the file only (a cached result has its findings named already).
@@ -354,6 +359,8 @@ impl Engine {
         let keep = self.options.keep.bundles || self.options.keep.programs;
         let mut assembler = bundle::Assembler::new(!keep);
         let mut bundle_emit = Emit::new(self.catalog);
+        // What the one-writer checks compare once every file is read.
+        let mut render = Render::default();
         let mut ignores = Vec::new();
         let mut summary = Summary::default();
         // One small file (a pre-commit hook's) is linted on this thread: starting threads and
@@ -430,11 +437,16 @@ impl Engine {
                     summary.documents += out.documents;
                     summary.objects += out.objects;
                     findings.extend(out.findings);
+                    render.writers.extend(out.writers);
                     for m in out.members {
                         match assembler.add(m) {
                             bundle::Added::Open => {}
-                            bundle::Added::Complete(b) => bundle_rules::check(&b, &mut bundle_emit),
-                            bundle::Added::Duplicate(d) => late_duplicate(d, &mut bundle_emit),
+                            bundle::Added::Complete(mut b) => {
+                                settle(&mut b, &mut bundle_emit, &mut render)
+                            }
+                            bundle::Added::Duplicate(d) => {
+                                late_duplicate(d, &mut bundle_emit, &mut render)
+                            }
                         }
                     }
                     ignores.extend(out.ignores);
@@ -457,14 +469,15 @@ impl Engine {
         }
         let finishing = std::time::Instant::now();
         let finished = assembler.finish();
-        let bundles = finished.bundles;
+        let mut bundles = finished.bundles;
         let mut emit = bundle_emit;
         for d in finished.duplicates {
-            late_duplicate(d, &mut emit);
+            late_duplicate(d, &mut emit, &mut render);
         }
-        for b in &bundles {
-            bundle_rules::check(b, &mut emit);
+        for b in &mut bundles {
+            settle(b, &mut emit, &mut render);
         }
+        crate::lint::checks::writers::check(&render, &mut emit);
         findings.extend(emit.findings);
         fix_bundle_ids(&mut findings, &bundles);
         timings.bundles = bundling + finishing.elapsed();
@@ -568,6 +581,7 @@ impl Engine {
             out.timings.add(part.timings);
             out.findings.extend(part.findings);
             out.members.extend(part.members);
+            out.writers.extend(part.writers);
             out.ignores.extend(part.ignores);
             places.extend(part.places);
             out.documents += part.documents;
@@ -663,6 +677,9 @@ impl Engine {
                             )
                             .label(source.loc(dup.first), "first written here");
                         }
+                        for (span, message) in object::not_objects(&doc.root) {
+                            emit.add("not-an-object", source.loc(span), message, None, None);
+                        }
                         let mut objects = Vec::new();
                         object::objects(&doc.root, &mut objects);
                         for obj in &objects {
@@ -681,6 +698,7 @@ impl Engine {
                                 source,
                                 &mut emit,
                                 &mut out.members,
+                                &mut out.writers,
                                 &mut header_lines,
                                 &mut waiting,
                             );
@@ -714,15 +732,18 @@ impl Engine {
         (out, header_lines)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn lint_object(
         &self,
         obj: &Object,
         source: &Source,
         emit: &mut Emit,
         members: &mut Vec<Member>,
+        writers: &mut Vec<Writer>,
         header_lines: &mut Vec<usize>,
         waiting: &mut Vec<Waiting>,
     ) -> Option<String> {
+        writers.extend(crate::model::writers::writer(obj, source));
         let profile = Resource::of(obj.api_version, obj.kind)
             .and_then(|r| self.profiles.iter().find(|p| p.resource == r));
         let Some(profile) = profile else {
@@ -733,16 +754,18 @@ impl Engine {
         let mut verdicts = ObjectVerdicts::new(&profile.verdicts, self.verdicts.len(), |key| {
             reads::key(obj.root, &profile.pattern, key)
         });
-        let member_kind = MemberKind::of(obj.kind)
-            .filter(|_| self.holds(MEMBER_CONDITION, obj, &mut bound, &mut verdicts));
+        // A member recognised by itself (the policies' match condition, or a ConfigMap holding
+        // the program or its plan), or a candidate whose findings wait for its bundle.
+        let kind = MemberKind::of(obj.kind);
+        let marked = kind.is_some()
+            && (self.holds(MEMBER_CONDITION, obj, &mut bound, &mut verdicts)
+                || (kind == Some(MemberKind::ConfigMap) && members::holds_program(obj.root)));
+        let held = !marked && kind.is_some_and(|k| members::candidate(obj, k));
+        let member_kind = kind.filter(|_| marked || held);
         let reference = obj.reference();
-        let owner = member_kind.map(|kind| match kind {
-            MemberKind::Job => match members::job_owner(obj.root, obj.name.unwrap_or("")) {
-                Owner::Known(o) | Owner::Prefix(o) => o,
-            },
-            _ => bundle::owner_of_name(obj.name.unwrap_or(""))
-                .unwrap_or("")
-                .to_string(),
+        let owner = member_kind.and_then(|kind| match members::owner(obj, kind) {
+            Owner::Known(o) | Owner::Prefix(o) => Some(o),
+            Owner::Linked => None,
         });
         let bundle_name = owner.as_deref().map(|o| bundle_id(obj.namespace, o));
         let bundle = bundle_name.as_deref();
@@ -754,6 +777,9 @@ impl Engine {
         // The API server refuses an object with a schema error before any policy sees it, so a
         // rule that cannot even evaluate on it would only repeat the schema finding.
         let admitted = schema_issues.is_empty();
+        // The `--policy` findings hold for any object; the rest wait with a candidate.
+        self.policies(obj, source, emit, bundle, admitted);
+        let first_held = emit.findings.len();
         for issue in schema_issues {
             emit.add(
                 "schema",
@@ -763,12 +789,10 @@ impl Engine {
                 bundle,
             );
         }
-        self.policies(obj, source, emit, bundle, admitted);
         for rule in profile.rules.iter().filter_map(|&i| self.rules.get(i)) {
-            if rule
-                .condition
-                .is_some_and(|c| !self.holds(c, obj, &mut bound, &mut verdicts))
-            {
+            // Every condition of rules/_match.yaml marks bundle members: the linter knows more
+            // members than one object shows (candidates), so membership decides here.
+            if rule.condition.is_some() && member_kind.is_none() {
                 continue;
             }
             self.object_rule(
@@ -792,14 +816,8 @@ impl Engine {
             MemberKind::ConfigMap => {
                 let (read, problems) = plan::check(obj.root, &owner, source);
                 plan = read;
-                for (span, message) in problems {
-                    emit.add(
-                        "plan-invalid",
-                        source.loc(span),
-                        message,
-                        Some(&reference),
-                        bundle,
-                    );
+                for (rule, span, message) in problems {
+                    emit.add(rule, source.loc(span), message, Some(&reference), bundle);
                 }
                 let mut problems = Vec::new();
                 if let Some(line) = text::check_script(obj.root, source, &mut problems) {
@@ -824,7 +842,9 @@ impl Engine {
                     emit.add(rule, source.loc(span), message, Some(&reference), bundle);
                 }
             }
-            MemberKind::RoleBinding => {
+            // A binding named otherwise is linked to its bundle later; its names are then
+            // `bundle-naming`'s finding.
+            MemberKind::RoleBinding if bundle::owner_of_name(obj.name.unwrap_or("")).is_some() => {
                 for (span, message) in wiring::rolebinding(obj.root, &owner, obj.namespace) {
                     emit.add(
                         "rolebinding-wiring",
@@ -837,7 +857,11 @@ impl Engine {
             }
             _ => {}
         }
-        members.push(members::member(obj, kind, source, plan, self.options.keep));
+        let mut member = members::member(obj, kind, source, plan, self.options.keep);
+        if held {
+            member.held = Some(emit.findings.split_off(first_held));
+        }
+        members.push(member);
         bundle_name
     }
 
@@ -978,9 +1002,24 @@ fn each_segment<T: Send>(
     }
 }
 
+/// A bundle's checks: the findings its candidates held, now that it is one, then its rules;
+/// what the one-writer checks need of it is kept in `render`.
+fn settle(bundle: &mut Bundle, emit: &mut Emit, render: &mut Render) {
+    emit.findings.extend(bundle.release());
+    bundle_rules::check(bundle, emit);
+    render.add(bundle);
+}
+
 /// A member of a bundle that was complete, and checked, before it arrived.
-fn late_duplicate(d: bundle::LateDuplicate, emit: &mut Emit) {
+fn late_duplicate(mut d: bundle::LateDuplicate, emit: &mut Emit, render: &mut Render) {
+    if d.member.kind == MemberKind::RoleBinding {
+        render.member_bindings.insert(d.member.loc);
+    }
     let id = d.bundle;
+    for mut f in d.member.held.take().unwrap_or_default() {
+        f.bundle = Some(id.clone());
+        emit.findings.push(f);
+    }
     emit.add(
         "bundle-duplicate",
         d.member.loc,
@@ -1016,11 +1055,16 @@ pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, S
     let engine = Engine::new(options)?;
     let decoded = stream::decode(text.as_bytes());
     let mut out = engine.lint_decoded(0, name, &decoded);
-    let bundles = bundle::assemble(std::mem::take(&mut out.members));
+    let mut bundles = bundle::assemble(std::mem::take(&mut out.members));
     let mut emit = Emit::new(engine.catalog);
-    for b in &bundles {
-        bundle_rules::check(b, &mut emit);
+    let mut render = Render {
+        writers: std::mem::take(&mut out.writers),
+        ..Render::default()
+    };
+    for b in &mut bundles {
+        settle(b, &mut emit, &mut render);
     }
+    crate::lint::checks::writers::check(&render, &mut emit);
     let mut findings = out.findings;
     findings.extend(emit.findings);
     fix_bundle_ids(&mut findings, &bundles);

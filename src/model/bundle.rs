@@ -5,8 +5,8 @@
 //! as soon as they are read, so a 4,000-bundle tree is held as facts, not as documents.
 
 use crate::load::source::At;
-use crate::model::{ObjectRef, bundle_id};
-use std::collections::BTreeMap;
+use crate::model::{Finding, ObjectRef, bundle_id};
+use std::collections::{BTreeMap, HashMap};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MemberKind {
@@ -60,6 +60,10 @@ pub enum Owner {
     /// A Job that names no ServiceAccount or ConfigMap of an owner: only its name's prefix
     /// (the owner cut to 42 characters) says whose it is.
     Prefix(String),
+    /// A member whose name does not say whose it is: the references between members decide
+    /// (the Job's ConfigMap, the ServiceAccount the Job runs as, the binding's subject, the
+    /// Role the binding names), once every file is read.
+    Linked,
 }
 
 #[derive(Clone, Debug)]
@@ -83,6 +87,29 @@ pub struct Plan {
     pub secrets: Vec<String>,
     pub generators: Vec<String>,
     pub pods: Vec<String>,
+    /// Where each of `secrets` and of `generators` is planned, in the file.
+    pub secret_locs: Vec<At>,
+    pub generator_locs: Vec<At>,
+}
+
+/// A name a bundle plans, and where.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub name: String,
+    pub loc: Option<At>,
+}
+
+/// What the one-writer checks need of a bundle once its members are dropped.
+#[derive(Clone, Debug)]
+pub struct Digest {
+    pub id: String,
+    pub namespace: Option<String>,
+    pub secrets: Vec<Planned>,
+    pub generators: Vec<Planned>,
+    /// The ServiceAccount the Job runs as: the bundle's own.
+    pub account: String,
+    /// The member findings about the whole bundle point at.
+    pub anchor: At,
 }
 
 #[derive(Clone, Debug)]
@@ -101,6 +128,8 @@ pub struct Mount {
     pub volume: String,
     pub path: String,
     pub loc: At,
+    /// `subPath` (or `subPathExpr`), and where.
+    pub sub_path: Option<(String, At)>,
 }
 
 #[derive(Clone, Debug)]
@@ -108,7 +137,18 @@ pub struct Volume {
     pub name: String,
     pub config_map: Option<String>,
     pub loc: At,
+    /// `items`, when the volume projects only some keys: each key, its mode and place.
+    pub items: Option<(Vec<Item>, At)>,
+    /// Where `optional: true` stands.
+    pub optional: Option<At>,
+    pub default_mode: Option<(i64, At)>,
 }
+
+/// One projected key of a ConfigMap volume: the key, its mode, where it stands.
+pub type Item = (String, Option<i64>, At);
+
+/// `automountServiceAccountToken` as written, and where.
+pub type Automount = Option<(bool, At)>;
 
 #[derive(Clone, Debug)]
 pub struct JobFacts {
@@ -124,13 +164,28 @@ pub struct JobFacts {
     pub command: Vec<String>,
     pub command_loc: Option<At>,
     pub image: Option<(String, At)>,
+    pub automount: Automount,
+    /// The pod sets an fsGroup: the ConfigMap's files then belong to that group.
+    pub fs_group: bool,
+    /// Whether any container's command or args names create.py: the Job runs the program.
+    pub runs_program: bool,
+}
+
+/// What a RoleBinding links: the Role it names and the ServiceAccounts it binds (name and
+/// namespace as written).
+#[derive(Clone, Debug, Default)]
+pub struct BindingFacts {
+    pub role: Option<String>,
+    pub accounts: Vec<(String, Option<String>)>,
+    /// How many subjects it has, of any kind.
+    pub subjects: usize,
 }
 
 #[derive(Clone, Debug)]
 pub enum Facts {
-    ServiceAccount,
+    ServiceAccount(Automount),
     Role(Vec<RoleRule>),
-    RoleBinding,
+    RoleBinding(BindingFacts),
     ConfigMap(Box<ConfigMapFacts>),
     Job(Box<JobFacts>),
 }
@@ -145,6 +200,10 @@ pub struct Member {
     /// The object's name, where findings about the whole object point.
     pub loc: At,
     pub facts: Facts,
+    /// `None` for a member recognised by itself (its structure, or its name and hook
+    /// annotation). `Some` for a candidate that is a member only if its bundle proves real:
+    /// its findings wait here until then, and are dropped with it otherwise.
+    pub held: Option<Vec<Finding>>,
 }
 
 impl Member {
@@ -185,6 +244,63 @@ impl Bundle {
 
     pub fn plan(&self) -> Option<&Plan> {
         self.config_map()?.plan.as_ref()
+    }
+
+    /// Whether the bundle is one: some member of it was recognised by itself. A bundle of
+    /// candidates alone (an application's `ci-credentials` ServiceAccount) is none.
+    pub fn is_real(&self) -> bool {
+        self.members.values().flatten().any(|m| m.held.is_none())
+    }
+
+    /// The findings its candidates held, now that it is real.
+    pub fn release(&mut self) -> Vec<Finding> {
+        let id = self.id();
+        let mut out = Vec::new();
+        for m in self.members.values_mut().flatten() {
+            for mut f in m.held.take().unwrap_or_default() {
+                f.bundle = Some(id.clone());
+                out.push(f);
+            }
+        }
+        out
+    }
+
+    /// The name of its member of `kind`, else the name ADR-072 gives it.
+    pub fn name_of(&self, kind: MemberKind) -> String {
+        match self.first(kind) {
+            Some(m) => m.name.clone(),
+            None => format!("{}{SUFFIX}", self.owner),
+        }
+    }
+
+    /// What the one-writer checks keep of the bundle.
+    pub fn digest(&self) -> Option<Digest> {
+        let anchor = self.anchor()?.loc;
+        let planned = |names: &[String], locs: &[At]| -> Vec<Planned> {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| Planned {
+                    name: n.clone(),
+                    loc: locs.get(i).copied(),
+                })
+                .collect()
+        };
+        let (secrets, generators) = match self.plan() {
+            Some(p) => (
+                planned(&p.secrets, &p.secret_locs),
+                planned(&p.generators, &p.generator_locs),
+            ),
+            None => (Vec::new(), Vec::new()),
+        };
+        Some(Digest {
+            id: self.id(),
+            namespace: self.namespace.clone(),
+            secrets,
+            generators,
+            account: self.name_of(MemberKind::ServiceAccount),
+            anchor,
+        })
     }
 
     /// The member that stands for the bundle when one of its objects is missing.
@@ -260,7 +376,69 @@ pub struct Assembler {
     bundles: BTreeMap<Key, Slot>,
     /// Jobs known only by their name's prefix, placed once every owner is known.
     pending: Vec<Member>,
+    /// Members whose references decide their bundle, placed once every file is read.
+    linked: Vec<Member>,
+    /// Which bundle a name refers to: a ConfigMap, the ServiceAccount a Job runs as (or a
+    /// ServiceAccount member), the Role a binding names. Kept after a bundle is handed over,
+    /// so a member linked to it later still finds it.
+    links: HashMap<(Option<String>, Link, String), Key>,
     compact: bool,
+}
+
+/// What a link names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Link {
+    ConfigMap,
+    ServiceAccount,
+    Role,
+}
+
+/// The names a placed member lets others link to.
+fn links_of(member: &Member) -> Vec<(Link, &str)> {
+    match &member.facts {
+        Facts::ConfigMap(_) => vec![(Link::ConfigMap, member.name.as_str())],
+        Facts::ServiceAccount(_) => vec![(Link::ServiceAccount, member.name.as_str())],
+        Facts::Job(job) => job
+            .service_account
+            .iter()
+            .map(|(sa, _)| (Link::ServiceAccount, sa.as_str()))
+            .collect(),
+        Facts::RoleBinding(b) => b.role.iter().map(|r| (Link::Role, r.as_str())).collect(),
+        Facts::Role(_) => Vec::new(),
+    }
+}
+
+/// The names a linked member looks for, best first.
+fn wanted(member: &Member) -> Vec<(Link, String)> {
+    match &member.facts {
+        Facts::Job(job) => job
+            .volumes
+            .iter()
+            .filter_map(|v| v.config_map.clone())
+            .map(|n| (Link::ConfigMap, n))
+            .collect(),
+        Facts::ServiceAccount(_) => vec![(Link::ServiceAccount, member.name.clone())],
+        // A subject of another namespace is not the bundle's (that is `rbac-extra-binding`).
+        Facts::RoleBinding(b) => b
+            .accounts
+            .iter()
+            .filter(|(_, ns)| ns.is_none() || *ns == member.namespace)
+            .map(|(n, _)| (Link::ServiceAccount, n.clone()))
+            .collect(),
+        Facts::Role(_) => vec![(Link::Role, member.name.clone())],
+        Facts::ConfigMap(_) => Vec::new(),
+    }
+}
+
+/// The order linked members are placed in: each links to one placed before it.
+fn link_order(kind: MemberKind) -> u8 {
+    match kind {
+        MemberKind::ConfigMap => 0,
+        MemberKind::Job => 1,
+        MemberKind::ServiceAccount => 2,
+        MemberKind::RoleBinding => 3,
+        MemberKind::Role => 4,
+    }
 }
 
 impl Assembler {
@@ -268,6 +446,8 @@ impl Assembler {
         Assembler {
             bundles: BTreeMap::new(),
             pending: Vec::new(),
+            linked: Vec::new(),
+            links: HashMap::new(),
             compact,
         }
     }
@@ -282,10 +462,19 @@ impl Assembler {
                 self.pending.push(member);
                 Added::Open
             }
+            Owner::Linked => {
+                self.linked.push(member);
+                Added::Open
+            }
         }
     }
 
     fn place(&mut self, key: Key, member: Member) -> Added {
+        for (link, name) in links_of(&member) {
+            self.links
+                .entry((member.namespace.clone(), link, name.to_string()))
+                .or_insert_with(|| key.clone());
+        }
         let slot = self.bundles.entry(key.clone()).or_insert_with(|| {
             Slot::Open(Bundle {
                 namespace: key.0.clone(),
@@ -338,7 +527,21 @@ impl Assembler {
             }
             self.compact = compact;
         }
-        let count = self.bundles.len();
+        let mut linked = std::mem::take(&mut self.linked);
+        linked.sort_by_key(|m| (link_order(m.kind), m.loc));
+        for m in linked {
+            let found = wanted(&m).into_iter().find_map(|(link, name)| {
+                self.links.get(&(m.namespace.clone(), link, name)).cloned()
+            });
+            // Linked to no bundle: not a member, and its findings go with it.
+            let Some(key) = found else { continue };
+            let compact = std::mem::replace(&mut self.compact, false);
+            if let Added::Duplicate(d) = self.place(key, m) {
+                duplicates.push(d);
+            }
+            self.compact = compact;
+        }
+        let seen = self.bundles.len();
         let mut bundles: Vec<Bundle> = self
             .bundles
             .into_values()
@@ -347,9 +550,16 @@ impl Assembler {
                 Slot::Done(_) => None,
             })
             .collect();
+        // Candidates alone make no bundle: their findings are dropped with them.
+        let open = bundles.len();
+        bundles.retain(Bundle::is_real);
+        let count = seen - (open - bundles.len());
         for b in &mut bundles {
             for list in b.members.values_mut() {
-                list.sort_by_key(|x| x.loc);
+                // Members placed once every file was read come after those placed on arrival,
+                // as when the bundle is handed over complete: the first of a kind is the same
+                // either way.
+                list.sort_by_key(|x| (!matches!(x.owner, Owner::Known(_)), x.loc));
                 list.shrink_to_fit();
             }
         }

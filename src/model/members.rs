@@ -5,8 +5,8 @@ use crate::load::locate::{Seg, span_for};
 use crate::load::source::Source;
 use crate::load::yaml::{Node, Value};
 use crate::model::bundle::{
-    ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, SUFFIX,
-    Volume, owner_of_name, owner_prefix,
+    Automount, BindingFacts, ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner,
+    Plan, RoleRule, SUFFIX, Volume, owner_of_name, owner_prefix,
 };
 use crate::model::object::Object;
 
@@ -27,13 +27,9 @@ pub fn member(
     keep: Keep,
 ) -> Member {
     let name = object.name.unwrap_or("");
-    let owner = match kind {
-        MemberKind::Job => job_owner(object.root, name),
-        _ => Owner::Known(owner_of_name(name).unwrap_or(name).to_string()),
-    };
     let facts = match kind {
-        MemberKind::ServiceAccount => Facts::ServiceAccount,
-        MemberKind::RoleBinding => Facts::RoleBinding,
+        MemberKind::ServiceAccount => Facts::ServiceAccount(automount(object.root, source)),
+        MemberKind::RoleBinding => Facts::RoleBinding(binding(object.root)),
         MemberKind::Role => Facts::Role(role_rules(object.root, source)),
         MemberKind::ConfigMap => {
             Facts::ConfigMap(Box::new(config_map(object.root, source, plan, keep)))
@@ -43,17 +39,86 @@ pub fn member(
     Member {
         kind,
         namespace: object.namespace.map(str::to_string),
-        owner,
+        owner: owner(object, kind),
         name: name.to_string(),
         loc: source.at(object.anchor().span),
         facts,
+        held: None,
     }
+}
+
+/// Whose a member is. A name `O-credentials` says it; a ConfigMap named otherwise belongs to
+/// the owner its plan.json names; a Job to the owner of what it references; any other member
+/// to the bundle its references link it to (`Owner::Linked`).
+pub fn owner(object: &Object, kind: MemberKind) -> Owner {
+    let name = object.name.unwrap_or("");
+    match kind {
+        MemberKind::Job => job_owner(object.root, name),
+        MemberKind::ConfigMap => Owner::Known(config_map_owner(object.root, name)),
+        _ => match owner_of_name(name) {
+            Some(owner) => Owner::Known(owner.to_string()),
+            None => Owner::Linked,
+        },
+    }
+}
+
+/// The owner of a credentials ConfigMap: its name's, else the `owner` its plan.json names,
+/// else the name itself.
+pub fn config_map_owner(root: &Node, name: &str) -> String {
+    if let Some(owner) = owner_of_name(name) {
+        return owner.to_string();
+    }
+    root.at(&["data", "plan.json"])
+        .and_then(Node::as_str)
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+        .and_then(|plan| plan.get("owner")?.as_str().map(str::to_string))
+        .filter(|o| !o.is_empty())
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// Whether an object that is not recognised by itself may still be a member: its findings are
+/// then held until its bundle proves real. A ServiceAccount, Role or RoleBinding named like a
+/// member, or carrying a hook annotation (the renderer writes members as hooks); a Job named
+/// like one or mounting a ConfigMap (the one it mounts may be a bundle's, by structure).
+pub fn candidate(object: &Object, kind: MemberKind) -> bool {
+    let name = object.name.unwrap_or("");
+    match kind {
+        MemberKind::ConfigMap => false,
+        MemberKind::Job => {
+            let (prefix, _) = name.rsplit_once('-').unwrap_or((name, ""));
+            prefix.ends_with(SUFFIX)
+                || object
+                    .root
+                    .at(&["spec", "template", "spec", "volumes"])
+                    .and_then(Node::as_seq)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|v| v.at(&["configMap", "name"]).is_some())
+        }
+        _ => {
+            owner_of_name(name).is_some()
+                || object
+                    .root
+                    .at(&["metadata", "annotations"])
+                    .and_then(Node::as_map)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|e| e.key == "argocd.argoproj.io/hook" || e.key == "helm.sh/hook")
+        }
+    }
+}
+
+/// Whether a ConfigMap holds the program or its plan: what makes it a bundle's by structure.
+pub fn holds_program(root: &Node) -> bool {
+    root.get("data")
+        .is_some_and(|d| d.get("create.py").is_some() || d.get("plan.json").is_some())
 }
 
 /// A Job belongs to the owner whose ConfigMap it mounts, else whose ServiceAccount it runs as,
 /// else (by its truncated name) to the owner whose first 42 characters it carries. When the
 /// ConfigMap and the ServiceAccount name two owners, the one the name carries wins: the other
-/// reference is then the Job's wiring fault, not a second bundle.
+/// reference is then the Job's wiring fault, not a second bundle. A Job whose names say none
+/// of this is linked by its ConfigMap once every file is read.
 pub fn job_owner(root: &Node, name: &str) -> Owner {
     let pod = root.at(&["spec", "template", "spec"]);
     let from_volume = pod
@@ -73,19 +138,54 @@ pub fn job_owner(root: &Node, name: &str) -> Owner {
     // <owner[:42]>-credentials-<h8>
     let prefix = name
         .rsplit_once('-')
-        .and_then(|(head, _)| head.strip_suffix(SUFFIX))
-        .unwrap_or(name);
+        .and_then(|(head, _)| head.strip_suffix(SUFFIX));
     let owner = match (from_volume, from_account) {
         (Some(volume), Some(account))
-            if owner_prefix(account) == prefix && owner_prefix(volume) != prefix =>
+            if prefix.is_some_and(|p| owner_prefix(account) == p && owner_prefix(volume) != p) =>
         {
             Some(account)
         }
         (volume, account) => volume.or(account),
     };
-    match owner {
-        Some(owner) => Owner::Known(owner.to_string()),
-        None => Owner::Prefix(prefix.to_string()),
+    match (owner, prefix) {
+        (Some(owner), _) => Owner::Known(owner.to_string()),
+        (None, Some(prefix)) => Owner::Prefix(prefix.to_string()),
+        (None, None) => Owner::Linked,
+    }
+}
+
+fn automount(root: &Node, source: &Source) -> Automount {
+    let node = root.get("automountServiceAccountToken")?;
+    match node.value {
+        Value::Bool(b) => Some((b, source.at(node.span))),
+        _ => None,
+    }
+}
+
+fn binding(root: &Node) -> BindingFacts {
+    let text = |n: &Node, key| n.get(key).and_then(Node::as_str).map(str::to_string);
+    BindingFacts {
+        role: root
+            .get("roleRef")
+            .filter(|r| text(r, "kind").as_deref() == Some("Role"))
+            .and_then(|r| text(r, "name")),
+        accounts: root
+            .get("subjects")
+            .and_then(Node::as_seq)
+            .unwrap_or_default()
+            .iter()
+            .filter(|s| text(s, "kind").as_deref() == Some("ServiceAccount"))
+            .filter_map(|s| {
+                Some((
+                    text(s, "name")?,
+                    text(s, "namespace").filter(|n| !n.is_empty()),
+                ))
+            })
+            .collect(),
+        subjects: root
+            .get("subjects")
+            .and_then(Node::as_seq)
+            .map_or(0, <[Node]>::len),
     }
 }
 
@@ -199,6 +299,25 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
                 .at(&["configMap", "name"])
                 .or_else(|| v.get("name"))
                 .map_or(v.span, |n| n.span)),
+            items: v.at(&["configMap", "items"]).map(|items| {
+                let list = items
+                    .as_seq()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|i| {
+                        let key = i.get("key").and_then(Node::as_str).unwrap_or("");
+                        (key.to_string(), int(i.get("mode")), source.at(i.span))
+                    })
+                    .collect();
+                (list, source.at(items.span))
+            }),
+            optional: v
+                .at(&["configMap", "optional"])
+                .filter(|n| matches!(n.value, Value::Bool(true)))
+                .map(|n| source.at(n.span)),
+            default_mode: v
+                .at(&["configMap", "defaultMode"])
+                .and_then(|n| Some((int(Some(n))?, source.at(n.span)))),
         })
         .collect();
     let container = pod
@@ -224,6 +343,11 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
                 .unwrap_or("")
                 .to_string(),
             loc: source.at(m.get("mountPath").map_or(m.span, |n| n.span)),
+            sub_path: m
+                .get("subPath")
+                .or_else(|| m.get("subPathExpr"))
+                .and_then(|n| Some((n.as_str()?.to_string(), source.at(n.span))))
+                .filter(|(p, _)| !p.is_empty()),
         })
         .collect();
     let command_node = container.and_then(|c| c.entry("command").or_else(|| c.entry("args")));
@@ -241,7 +365,37 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
         image: container
             .and_then(|c| c.get("image"))
             .and_then(|n| Some((n.as_str()?.to_string(), loc_of(n)))),
+        automount: pod.and_then(|p| automount(p, source)),
+        fs_group: pod
+            .and_then(|p| p.at(&["securityContext", "fsGroup"]))
+            .is_some_and(|n| !n.is_null()),
+        runs_program: runs_program(root),
     }
+}
+
+fn int(node: Option<&Node>) -> Option<i64> {
+    match node?.value {
+        Value::Int(n) => Some(n),
+        _ => None,
+    }
+}
+
+/// Whether some container of the Job names create.py in its command or args: the Job runs the
+/// program (the same test as `credentials-job` in rules/_match.yaml).
+pub fn runs_program(root: &Node) -> bool {
+    root.at(&["spec", "template", "spec", "containers"])
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| {
+            ["command", "args"].iter().any(|key| {
+                c.get(key)
+                    .and_then(Node::as_seq)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|a| a.as_str().is_some_and(|a| a.ends_with("create.py")))
+            })
+        })
 }
 
 /// Whether a node is a string scalar written as a literal block (`|`).

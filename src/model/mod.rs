@@ -7,3 +7,4 @@ pub use finding::*;
 pub mod bundle;
 pub mod members;
 pub mod object;
+pub mod writers;

@@ -64,6 +64,62 @@ pub fn objects<'n, 'a>(root: &'n Node<'a>, out: &mut Vec<Object<'n, 'a>>) {
     }
 }
 
+/// The parts of a document that kubectl refuses as no object: the document itself when it is a
+/// scalar, a sequence or a mapping without a string `apiVersion` and `kind`, and such items of
+/// a `kind: List`. Each with where it starts and what it is. An empty document is none.
+pub fn not_objects(root: &Node) -> Vec<(crate::load::yaml::Span, String)> {
+    let mut out = Vec::new();
+    refused(root, "the document", &mut out);
+    out
+}
+
+fn refused(node: &Node, what: &str, out: &mut Vec<(crate::load::yaml::Span, String)>) {
+    let shown = match &node.value {
+        Value::Null => return,
+        Value::Seq(_) => "a sequence".to_string(),
+        Value::Map(_) => {
+            let text = |key| {
+                node.get(key)
+                    .and_then(Node::as_str)
+                    .filter(|s| !s.is_empty())
+            };
+            let missing: Vec<&str> = ["apiVersion", "kind"]
+                .into_iter()
+                .filter(|k| text(k).is_none())
+                .collect();
+            if missing.is_empty() {
+                let kind = text("kind").unwrap_or("");
+                if kind == "List" || kind.ends_with("List") {
+                    for item in node.get("items").and_then(Node::as_seq).unwrap_or_default() {
+                        refused(item, "an item of this List", out);
+                    }
+                }
+                return;
+            }
+            format!("a mapping without {}", missing.join(" or "))
+        }
+        _ => {
+            let value = node.display_for_message().unwrap_or_default();
+            let mut shown: String = value.chars().take(40).collect();
+            if shown.len() < value.len() {
+                shown.push_str("...");
+            }
+            format!("{} `{shown}`", node.type_name())
+        }
+    };
+    let at = match &node.value {
+        Value::Map(_) => crate::load::locate::root_span(node),
+        _ => node.span,
+    };
+    out.push((
+        at,
+        format!(
+            "{what} is {shown}, not a Kubernetes object: kubectl and Argo CD refuse the whole \
+             file, so no object in it is applied"
+        ),
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +144,34 @@ mod tests {
         let mut out = Vec::new();
         objects(&d.root, &mut out);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn documents_that_are_no_objects_are_located() {
+        let cases = [
+            ("just a note\n", 1, "a string"),
+            ("- a\n- b\n", 1, "a sequence"),
+            ("replicas: 3\n", 1, "without apiVersion or kind"),
+            ("kind: Role\nmetadata: {name: x}\n", 1, "without apiVersion"),
+            (
+                "apiVersion: v1\nkind: List\nitems:\n  - 42\n",
+                1,
+                "an item of this List",
+            ),
+        ];
+        for (text, count, says) in cases {
+            let Parsed::Document(d) = &parse(text)[0] else {
+                panic!()
+            };
+            let found = not_objects(&d.root);
+            assert_eq!(found.len(), count, "{text}");
+            assert!(found[0].1.contains(says), "{text}: {}", found[0].1);
+        }
+        for text in ["apiVersion: v1\nkind: ConfigMap\n", "# only a comment\n"] {
+            let parsed = parse(text);
+            if let Some(Parsed::Document(d)) = parsed.first() {
+                assert!(not_objects(&d.root).is_empty(), "{text}");
+            }
+        }
     }
 }

@@ -179,6 +179,34 @@ pub const FAMILIES: &[Family] = &[
         ..family("eso-store-unscoped")
     },
     Family {
+        text: Some(not_an_object),
+        ..family("not-an-object")
+    },
+    Family {
+        objects: Some(bundle_naming),
+        ..family("bundle-naming")
+    },
+    Family {
+        objects: Some(secret_rendered),
+        ..family("secret-rendered")
+    },
+    Family {
+        objects: Some(eso_targets_planned),
+        ..family("eso-targets-planned")
+    },
+    Family {
+        objects: Some(generator_rendered),
+        ..family("generator-rendered")
+    },
+    Family {
+        objects: Some(rbac_extra_binding),
+        ..family("rbac-extra-binding")
+    },
+    Family {
+        objects: Some(plan_holds_value),
+        ..family("plan-holds-value")
+    },
+    Family {
         objects: Some(ignore_invalid),
         ..family("ignore-invalid")
     },
@@ -430,7 +458,29 @@ fn rolebinding_wiring(c: &mut dyn Choices, draft: &mut Draft) {
 
 fn job_wiring(c: &mut dyn Choices, draft: &mut Draft) {
     let owner = draft.bundle.spec.owner.clone();
-    match c.below(4) {
+    match c.below(10) {
+        // A Job that cannot do its job although every name is right.
+        4 => pod(draft)["automountServiceAccountToken"] = json!(false),
+        5 => {
+            if let Some(sa) = draft.object_mut("ServiceAccount") {
+                sa["automountServiceAccountToken"] = json!(false);
+            }
+        }
+        6 => {
+            let key = *c.pick(&["create.py", "plan.json"]);
+            pod(draft)["volumes"][0]["configMap"]["items"] = json!([{"key": key, "path": key}]);
+        }
+        7 => pod(draft)["volumes"][0]["configMap"]["optional"] = json!(true),
+        8 => {
+            let mode = *c.pick(&[0o400, 0o600, 0o700, 0o440]);
+            pod(draft)["volumes"][0]["configMap"]["defaultMode"] = json!(mode);
+        }
+        9 => {
+            let key = *c.pick(&["create.py", "plan.json"]);
+            let mount = &mut container(draft)["volumeMounts"][0];
+            mount["mountPath"] = json!(format!("/credentials/{key}"));
+            mount["subPath"] = json!(key);
+        }
         0 => pod(draft)["serviceAccountName"] = json!(format!("{owner}-runner")),
         1 => container(draft)["volumeMounts"][0]["mountPath"] = json!("/etc/credentials"),
         2 => {
@@ -874,4 +924,179 @@ fn ignore_unused(c: &mut dyn Choices, draft: &mut Draft) {
             "{rule}: accepted by the platform team until the next release"
         )),
     );
+}
+
+fn not_an_object(c: &mut dyn Choices, case: &mut Case) {
+    let document = *c.pick(&[
+        "just a note",
+        "- one\n- two",
+        "replicas: 3",
+        "kind: ConfigMap\nmetadata: {name: settings}",
+        "apiVersion: v1\nkind: List\nitems:\n  - 42",
+    ]);
+    let yaml: Vec<usize> = (0..case.files.len())
+        .filter(|&i| !case.files[i].0.ends_with(".json"))
+        .collect();
+    if yaml.is_empty() {
+        case.files
+            .push(("notes.yaml".into(), format!("{document}\n")));
+        return;
+    }
+    let (_, text) = &mut case.files[*c.pick(&yaml)];
+    let nl = newline(text);
+    if !text.ends_with('\n') {
+        text.push_str(nl);
+    }
+    text.push_str(&format!("---{nl}{}{nl}", document.replace('\n', nl)));
+}
+
+fn bundle_naming(c: &mut dyn Choices, draft: &mut Draft) {
+    let owner = draft.bundle.spec.owner.clone();
+    if c.chance(2) {
+        // The ConfigMap as a renderer that names it <owner>-creds writes it; the Job follows.
+        let name = format!("{owner}-creds");
+        if let Some(cm) = draft.object_mut("ConfigMap") {
+            cm["metadata"]["name"] = json!(name);
+        }
+        pod(draft)["volumes"][0]["configMap"]["name"] = json!(name);
+    } else {
+        // A kustomize nameSuffix on the Job.
+        let job = job(draft);
+        let name = job["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        job["metadata"]["name"] = json!(format!("{name}-prod"));
+    }
+}
+
+/// An object of the bundle's namespace (none when the bundle has none), named `name`.
+fn beside(draft: &Draft, api_version: &str, kind: &str, name: &str) -> Value {
+    let mut obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
+    if draft.bundle.namespaced {
+        obj["metadata"]["namespace"] = json!(draft.bundle.spec.namespace);
+    }
+    obj
+}
+
+fn secret_rendered(c: &mut dyn Choices, draft: &mut Draft) {
+    let i = c.below(draft.bundle.spec.secrets.len());
+    let name = draft.bundle.spec.secrets[i].0.clone();
+    let mut secret = beside(draft, "v1", "Secret", &name);
+    secret["type"] = json!("Opaque");
+    secret["stringData"] = json!({"password": "committed-by-mistake"});
+    if c.chance(3) {
+        // Without a namespace it lands in the destination namespace, maybe the bundle's.
+        secret["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove("namespace"));
+    }
+    draft.others.push(secret);
+}
+
+fn eso_targets_planned(c: &mut dyn Choices, draft: &mut Draft) {
+    let i = c.below(draft.bundle.spec.secrets.len());
+    let target = draft.bundle.spec.secrets[i].0.clone();
+    let version = *c.pick(&["external-secrets.io/v1", "external-secrets.io/v1beta1"]);
+    let by_default = c.chance(2);
+    let name = if by_default {
+        target.clone()
+    } else {
+        "from-the-store".to_string()
+    };
+    let mut es = beside(draft, version, "ExternalSecret", &name);
+    es["spec"] = json!({
+        "refreshInterval": "1h",
+        "secretStoreRef": {"kind": "ClusterSecretStore", "name": "vault"},
+        "data": [{"secretKey": "password", "remoteRef": {"key": "shared/password"}}]
+    });
+    if !by_default {
+        es["spec"]["target"] = json!({"name": target});
+    }
+    draft.others.push(es);
+}
+
+fn generator_rendered(c: &mut dyn Choices, draft: &mut Draft) {
+    if draft.bundle.spec.generators.is_empty() {
+        let name = format!("{}-password", draft.bundle.spec.owner);
+        draft.bundle.spec.generators.push(name);
+        draft.rebuild();
+    }
+    let i = c.below(draft.bundle.spec.generators.len());
+    let name = draft.bundle.spec.generators[i].clone();
+    let version = *c.pick(&["v1alpha1", "v1"]);
+    let api_version = format!("generators.external-secrets.io/{version}");
+    let generator = if c.chance(3) {
+        json!({
+            "apiVersion": api_version, "kind": "ClusterGenerator", "metadata": {"name": name},
+            "spec": {"kind": "Password", "generator": {"passwordSpec": {"length": 32}}}
+        })
+    } else {
+        let mut password = beside(draft, &api_version, "Password", &name);
+        password["spec"] = json!({"length": 32});
+        password
+    };
+    draft.others.push(generator);
+}
+
+fn rbac_extra_binding(c: &mut dyn Choices, draft: &mut Draft) {
+    let account = format!("{}-credentials", draft.bundle.spec.owner);
+    let namespace = draft.bundle.spec.namespace.clone();
+    let subject = match c.below(3) {
+        0 if draft.bundle.namespaced => {
+            json!({"kind": "ServiceAccount", "name": account, "namespace": namespace})
+        }
+        1 if draft.bundle.namespaced => json!({
+            "kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
+            "name": format!("system:serviceaccounts:{namespace}")
+        }),
+        _ => json!({
+            "kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
+            "name": *c.pick(&["system:serviceaccounts", "system:authenticated"])
+        }),
+    };
+    let binding = if c.chance(2) {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "extra-rights"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [subject]
+        })
+    } else {
+        let mut rb = beside(
+            draft,
+            "rbac.authorization.k8s.io/v1",
+            "RoleBinding",
+            "extra-rights",
+        );
+        rb["roleRef"] =
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"});
+        rb["subjects"] = json!([subject]);
+        rb
+    };
+    draft.others.push(binding);
+}
+
+fn plan_holds_value(c: &mut dyn Choices, draft: &mut Draft) {
+    let cm = draft.object_mut("ConfigMap").expect("a ConfigMap");
+    let plan_text = cm["data"]["plan.json"].as_str().unwrap_or_default();
+    let mut plan: Value = serde_json::from_str(plan_text).unwrap_or_default();
+    let secret = &mut plan["secrets"][0];
+    let key = secret["keys"]
+        .as_object()
+        .and_then(|k| k.keys().next().cloned())
+        .unwrap_or_else(|| "password".into());
+    match c.below(3) {
+        0 => secret["keys"][&key] = json!("c2Vzc2lvbnMtcGFzc3dvcmQ="),
+        1 => {
+            let field = *c.pick(&["value", "data", "password", "default"]);
+            secret["keys"][&key][field] = json!("hunter2hunter2");
+        }
+        _ => secret["stringData"] = json!({key: "hunter2hunter2"}),
+    }
+    cm["data"]["plan.json"] = Value::from(format!(
+        "{}\n",
+        serde_json::to_string_pretty(&plan).unwrap_or_default()
+    ));
+    draft.sync_job_name();
 }

@@ -1,5 +1,5 @@
 //! Rules over a whole bundle: `bundle-incomplete`, `bundle-duplicate`, `role-plan-mismatch`,
-//! `job-wiring` and `job-name-hash`.
+//! `job-wiring`, `job-name-hash` and `bundle-naming`.
 
 use super::{Emit, wiring};
 use crate::model::bundle::{
@@ -12,14 +12,100 @@ pub fn check(bundle: &Bundle, emit: &mut Emit) {
     incomplete(bundle, &id, emit);
     duplicates(bundle, &id, emit);
     role_plan(bundle, &id, emit);
+    naming(bundle, &id, emit);
+    linked_binding(bundle, &id, emit);
     if let Some(job) = bundle.first(MemberKind::Job) {
         if let Facts::Job(facts) = &job.facts {
-            for (loc, message) in wiring::job(facts, &bundle.owner) {
+            let account = bundle.name_of(MemberKind::ServiceAccount);
+            let config_map = bundle.name_of(MemberKind::ConfigMap);
+            let wanted = wiring::Wanted {
+                account: &account,
+                config_map: &config_map,
+                account_automount: match bundle.first(MemberKind::ServiceAccount).map(|m| &m.facts)
+                {
+                    Some(Facts::ServiceAccount(automount)) => *automount,
+                    _ => None,
+                },
+            };
+            for (loc, message) in wiring::job(facts, &wanted) {
                 emit.add("job-wiring", loc, message, Some(&job.object()), Some(&id));
             }
         }
         job_name(bundle, job, &id, emit);
     }
+}
+
+/// `bundle-naming`: every member named as ADR-072 point 1 names it, for the bundle's owner.
+fn naming(bundle: &Bundle, id: &str, emit: &mut Emit) {
+    let owner = &bundle.owner;
+    let named = format!("{owner}{SUFFIX}");
+    let job_head = format!("{}{SUFFIX}-", owner_prefix(owner));
+    // A second member of a kind is `bundle-duplicate`'s finding.
+    for member in bundle.members.values().filter_map(|list| list.first()) {
+        let (fits, expected) = match member.kind {
+            // The owner's cut and the hash are `job-name-hash`'s to judge.
+            MemberKind::Job => (has_job_shape(&member.name), format!("`{job_head}<h8>`")),
+            _ => (member.name == named, format!("`{named}`")),
+        };
+        if !fits {
+            emit.add(
+                "bundle-naming",
+                member.loc,
+                format!(
+                    "this {} of bundle {id} is named `{}`, not {expected} (ADR-072 point 1): \
+                     the bundle is linted by its structure, but the names are a contract",
+                    member.kind.name(),
+                    member.name
+                ),
+                Some(&member.object()),
+                Some(id),
+            );
+        }
+    }
+}
+
+/// `rolebinding-wiring` for a RoleBinding named otherwise, which its subject linked to the
+/// bundle (one named `<owner>-credentials` is judged field by field as it is read).
+fn linked_binding(bundle: &Bundle, id: &str, emit: &mut Emit) {
+    let Some(rb) = bundle.first(MemberKind::RoleBinding) else {
+        return;
+    };
+    let Facts::RoleBinding(facts) = &rb.facts else {
+        return;
+    };
+    if crate::model::bundle::owner_of_name(&rb.name).is_some() {
+        return;
+    }
+    let role = bundle.name_of(MemberKind::Role);
+    let account = bundle.name_of(MemberKind::ServiceAccount);
+    let mut faults = Vec::new();
+    if facts.role.as_deref() != Some(role.as_str()) {
+        faults.push(format!("does not bind the Role `{role}`"));
+    }
+    if facts.subjects != 1 || facts.accounts.first().is_none_or(|(n, _)| *n != account) {
+        faults.push(format!(
+            "has {} subjects where its only one is the ServiceAccount `{account}`",
+            facts.subjects
+        ));
+    }
+    if !faults.is_empty() {
+        emit.add(
+            "rolebinding-wiring",
+            rb.loc,
+            format!(
+                "the RoleBinding of bundle {id} {} (ADR-072 point 5)",
+                faults.join(" and ")
+            ),
+            Some(&rb.object()),
+            Some(id),
+        );
+    }
+}
+
+/// `<something>-credentials-<8 characters>`: a Job name whose cut and hash can be judged.
+fn has_job_shape(name: &str) -> bool {
+    name.rsplit_once('-')
+        .is_some_and(|(head, hash)| head.ends_with(SUFFIX) && hash.chars().count() == 8)
 }
 
 fn incomplete(bundle: &Bundle, id: &str, emit: &mut Emit) {
@@ -322,7 +408,9 @@ fn job_name(bundle: &Bundle, job: &Member, id: &str, emit: &mut Emit) {
         return;
     };
     let expected = expected_job_name(&bundle.owner, &job_hash(state, image));
-    if facts.name != expected {
+    // A name of another shape is `bundle-naming`'s finding; the hash is judged in names that
+    // have the shape.
+    if facts.name != expected && has_job_shape(&facts.name) {
         let cm = bundle.first(MemberKind::ConfigMap).map(|m| m.loc);
         let message = if facts.name.is_empty() {
             // A hook Job with `generateName` only: the API server adds a random suffix, so the

@@ -6,6 +6,7 @@ pub mod plan;
 pub mod runtime;
 pub mod text;
 pub mod wiring;
+pub mod writers;
 
 use crate::lint::catalog::Catalog;
 use crate::load::source::Loc;

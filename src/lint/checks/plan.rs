@@ -8,8 +8,11 @@ use crate::model::bundle::Plan;
 
 pub const PLAN_KINDS: &[&str] = &["cache", "broker", "bucket", "component"];
 
-/// A problem with its span in the file.
-pub type Problem = (Span, String);
+/// A problem with its rule and its span in the file.
+pub type Problem = (&'static str, Span, String);
+
+const INVALID: &str = "plan-invalid";
+const HOLDS_VALUE: &str = "plan-holds-value";
 
 /// Reads and checks the plan of a credentials ConfigMap. Returns what could be read (so the
 /// Role can still be compared with it) and the problems found.
@@ -20,11 +23,12 @@ pub fn check(config_map: &Node, owner: &str, source: &Source) -> (Option<Plan>, 
             || crate::load::locate::root_span(config_map),
             |e| e.key_span,
         );
-        problems.push((at, "the ConfigMap has no plan.json".to_string()));
+        problems.push((INVALID, at, "the ConfigMap has no plan.json".to_string()));
         return (None, problems);
     };
     let Some(text) = node.as_str() else {
         problems.push((
+            INVALID,
             node.span,
             format!("plan.json is {}, not a string", node.type_name()),
         ));
@@ -35,7 +39,11 @@ pub fn check(config_map: &Node, owner: &str, source: &Source) -> (Option<Plan>, 
         let at = mapper.at_line_col(e.line().saturating_sub(1), e.column().saturating_sub(1));
         let message = e.to_string();
         let message = message.split(" at line ").next().unwrap_or(&message);
-        problems.push((at, format!("plan.json is not valid JSON: {message}")));
+        problems.push((
+            INVALID,
+            at,
+            format!("plan.json is not valid JSON: {message}"),
+        ));
         return (None, problems);
     }
     // Valid JSON is YAML too: parsing it again gives spans for every key and value.
@@ -44,16 +52,19 @@ pub fn check(config_map: &Node, owner: &str, source: &Source) -> (Option<Plan>, 
         return (None, problems);
     };
     let root = &doc.root;
-    let mut report = |span: Span, message: String| problems.push((mapper.at(span), message));
+    let mut report_as = |rule: &'static str, span: Span, message: String| {
+        problems.push((rule, mapper.at(span), message))
+    };
     let Some(_) = root.as_map() else {
-        report(root.span, "plan.json is not a JSON object".into());
+        report_as(INVALID, root.span, "plan.json is not a JSON object".into());
         return (None, problems);
     };
 
     match root.get("owner").map(|n| (n, n.as_str())) {
-        None => report(root.span, "plan.json has no `owner`".into()),
-        Some((n, None)) => report(n.span, "`owner` is not a string".into()),
-        Some((n, Some(o))) if o != owner => report(
+        None => report_as(INVALID, root.span, "plan.json has no `owner`".into()),
+        Some((n, None)) => report_as(INVALID, n.span, "`owner` is not a string".into()),
+        Some((n, Some(o))) if o != owner => report_as(
+            INVALID,
             n.span,
             format!("plan.json plans for owner `{o}`, but its ConfigMap belongs to `{owner}`"),
         ),
@@ -62,13 +73,14 @@ pub fn check(config_map: &Node, owner: &str, source: &Source) -> (Option<Plan>, 
 
     let kind = match root.get("kind") {
         None => {
-            report(root.span, "plan.json has no `kind`".into());
+            report_as(INVALID, root.span, "plan.json has no `kind`".into());
             String::new()
         }
         Some(n) => match n.as_str() {
             Some(k) if PLAN_KINDS.contains(&k) => k.to_string(),
             _ => {
-                report(
+                report_as(
+                    INVALID,
                     n.span,
                     format!(
                         "`kind` is `{}`, not one of cache, broker, bucket or component",
@@ -81,21 +93,29 @@ pub fn check(config_map: &Node, owner: &str, source: &Source) -> (Option<Plan>, 
     };
 
     let mut secrets = Vec::new();
+    let mut secret_locs = Vec::new();
     match root.get("secrets") {
-        None => report(root.span, "plan.json plans no `secrets`".into()),
+        None => report_as(INVALID, root.span, "plan.json plans no `secrets`".into()),
         Some(n) => match n.as_seq() {
-            None => report(n.span, "`secrets` is not a list".into()),
-            Some([]) => report(
+            None => report_as(INVALID, n.span, "`secrets` is not a list".into()),
+            Some([]) => report_as(
+                INVALID,
                 n.span,
                 "`secrets` is empty: the plan creates nothing".into(),
             ),
             Some(items) => {
                 for item in items {
-                    match secret(item, &mut report) {
-                        Some(name) if secrets.contains(&name) => {
-                            report(item.span, format!("Secret `{name}` is planned twice"))
+                    match secret(item, &mut report_as) {
+                        Some(name) if secrets.contains(&name) => report_as(
+                            INVALID,
+                            item.span,
+                            format!("Secret `{name}` is planned twice"),
+                        ),
+                        Some(name) => {
+                            let at = item.get("name").map_or(item.span, |n| n.span);
+                            secret_locs.push(source.at(mapper.at(at)));
+                            secrets.push(name)
                         }
-                        Some(name) => secrets.push(name),
                         None => {}
                     }
                 }
@@ -103,11 +123,19 @@ pub fn check(config_map: &Node, owner: &str, source: &Source) -> (Option<Plan>, 
         },
     }
 
-    let generators = names(root, "retiredGenerators", &mut report);
-    let pods = names(root, "serverPods", &mut report);
+    let (generators, generator_locs): (Vec<String>, Vec<_>) =
+        names(root, "retiredGenerators", &mut report_as)
+            .into_iter()
+            .map(|(name, span)| (name, source.at(mapper.at(span))))
+            .unzip();
+    let pods: Vec<String> = names(root, "serverPods", &mut report_as)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
     if !pods.is_empty() && (kind == "bucket" || kind == "component") {
         let at = root.get("serverPods").map_or(root.span, |n| n.span);
-        report(
+        report_as(
+            INVALID,
             at,
             format!("a {kind} has no server pods to probe: `serverPods` is for caches and brokers"),
         );
@@ -118,15 +146,18 @@ pub fn check(config_map: &Node, owner: &str, source: &Source) -> (Option<Plan>, 
             secrets,
             generators,
             pods,
+            secret_locs,
+            generator_locs,
         }),
         problems,
     )
 }
 
 /// One entry of `secrets`: its name, when it is well formed.
-fn secret(item: &Node, report: &mut impl FnMut(Span, String)) -> Option<String> {
+fn secret(item: &Node, report_as: &mut impl FnMut(&'static str, Span, String)) -> Option<String> {
     if item.as_map().is_none() {
-        report(
+        report_as(
+            INVALID,
             item.span,
             "each entry of `secrets` is an object with `name` and `keys`".into(),
         );
@@ -135,29 +166,152 @@ fn secret(item: &Node, report: &mut impl FnMut(Span, String)) -> Option<String> 
     let name = match item.get("name").map(|n| (n, n.as_str())) {
         Some((_, Some(name))) if !name.is_empty() => Some(name.to_string()),
         Some((n, _)) => {
-            report(
+            report_as(
+                INVALID,
                 n.span,
                 "a planned Secret's `name` is a non-empty string".into(),
             );
             None
         }
         None => {
-            report(item.span, "a planned Secret has no `name`".into());
+            report_as(INVALID, item.span, "a planned Secret has no `name`".into());
             None
         }
     };
     match item.get("keys") {
         Some(keys) if keys.as_map().is_some_and(|k| !k.is_empty()) => {}
-        Some(keys) => report(
+        Some(keys) => report_as(
+            INVALID,
             keys.span,
             "`keys` is an object naming at least one key".into(),
         ),
-        None => report(item.span, "a planned Secret has no `keys`".into()),
+        None => report_as(INVALID, item.span, "a planned Secret has no `keys`".into()),
     }
+    key_specs(item, name.as_deref().unwrap_or("?"), report_as);
     name
 }
 
-fn names(root: &Node, key: &str, report: &mut impl FnMut(Span, String)) -> Vec<String> {
+/// The shortest and longest value a key spec may ask for. The program takes 1 to 4096; fewer
+/// than 16 characters of its 62-letter alphabet are under 96 random bits.
+pub const LENGTHS: std::ops::RangeInclusive<i64> = 16..=4096;
+
+/// Field names that carry a value rather than say how to make one.
+const VALUE_FIELDS: &[&str] = &[
+    "value",
+    "data",
+    "stringData",
+    "secret",
+    "password",
+    "literal",
+    "plain",
+    "base64",
+    "b64",
+    "default",
+    "text",
+    "content",
+    "raw",
+];
+
+/// The key specs of one planned Secret (`keys`), and what the entry itself carries.
+fn key_specs(item: &Node, secret: &str, report: &mut impl FnMut(&'static str, Span, String)) {
+    // A planned Secret says which keys to generate; `data` or `stringData` beside them are the
+    // values themselves.
+    for field in ["data", "stringData", "value"] {
+        if let Some(e) = item.entry(field) {
+            report(
+                HOLDS_VALUE,
+                e.key_span,
+                format!(
+                    "the planned Secret `{secret}` carries `{field}`: plan.json says how to \
+                     generate each key, never what it holds, and values never reach git (ADR-072 \
+                     point 7). Remove it and rotate the committed value"
+                ),
+            );
+        }
+    }
+    let Some(keys) = item.get("keys").and_then(Node::as_map) else {
+        return;
+    };
+    for entry in keys {
+        let key = &entry.key;
+        let spec = &entry.value;
+        match &spec.value {
+            Value::Str(_) => report(
+                HOLDS_VALUE,
+                spec.span,
+                format!(
+                    "key `{key}` of `{secret}` is a string, a value in git (ADR-072 point 7): a \
+                     key spec says how to generate the key. Write {{\"length\": 32}} instead and \
+                     rotate the committed value"
+                ),
+            ),
+            Value::Map(fields) => {
+                let mut length = false;
+                for field in fields {
+                    let name = field.key.as_ref();
+                    if name == "length" {
+                        length = true;
+                        match field.value.value {
+                            Value::Int(n) if LENGTHS.contains(&n) => {}
+                            _ => report(
+                                INVALID,
+                                field.value.span,
+                                format!(
+                                    "`length` of key `{key}` of `{secret}` is an integer from \
+                                     {} to {}",
+                                    LENGTHS.start(),
+                                    LENGTHS.end()
+                                ),
+                            ),
+                        }
+                    } else if VALUE_FIELDS.contains(&name)
+                        || matches!(field.value.value, Value::Str(_))
+                    {
+                        report(
+                            HOLDS_VALUE,
+                            field.key_span,
+                            format!(
+                                "key `{key}` of `{secret}` carries `{name}`, a value rather than \
+                                 how to generate one (ADR-072 point 7): a key spec takes \
+                                 `length` only. Remove it and rotate the committed value"
+                            ),
+                        );
+                    } else {
+                        report(
+                            INVALID,
+                            field.key_span,
+                            format!(
+                                "unknown key-spec field `{name}` in key `{key}` of `{secret}`: \
+                                 a key spec takes `length` only"
+                            ),
+                        );
+                    }
+                }
+                if !length {
+                    report(
+                        INVALID,
+                        spec.span,
+                        format!("key `{key}` of `{secret}` has no `length`"),
+                    );
+                }
+            }
+            _ => report(
+                INVALID,
+                spec.span,
+                format!(
+                    "key `{key}` of `{secret}` is {}, not a key spec such as {{\"length\": 32}}",
+                    spec.type_name()
+                ),
+            ),
+        }
+    }
+}
+
+fn names(
+    root: &Node,
+    key: &str,
+    report_as: &mut impl FnMut(&'static str, Span, String),
+) -> Vec<(String, Span)> {
     let Some(node) = root.get(key) else {
         return Vec::new();
     };
@@ -165,10 +319,10 @@ fn names(root: &Node, key: &str, report: &mut impl FnMut(Span, String)) -> Vec<S
         Value::Null => Vec::new(),
         Value::Seq(items) if items.iter().all(|i| i.as_str().is_some()) => items
             .iter()
-            .filter_map(|i| i.as_str().map(str::to_string))
+            .filter_map(|i| Some((i.as_str()?.to_string(), i.span)))
             .collect(),
         _ => {
-            report(node.span, format!("`{key}` is a list of names"));
+            report_as(INVALID, node.span, format!("`{key}` is a list of names"));
             Vec::new()
         }
     }
@@ -238,7 +392,7 @@ mod tests {
         let source = Source::new(0, text);
         let (plan, problems) = check(&d.root, "x", &source);
         assert!(plan.is_none());
-        let [(span, message)] = problems.as_slice() else {
+        let [(_, span, message)] = problems.as_slice() else {
             panic!("{problems:?}")
         };
         assert!(

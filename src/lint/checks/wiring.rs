@@ -3,7 +3,7 @@
 
 use crate::load::source::At;
 use crate::load::yaml::{Node, Span};
-use crate::model::bundle::{JobFacts, SUFFIX};
+use crate::model::bundle::{Automount, JobFacts, Mount, SUFFIX, Volume};
 
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 pub const COMMAND: [&str; 3] = [
@@ -122,9 +122,18 @@ pub fn rolebinding(root: &Node, owner: &str, namespace: Option<&str>) -> Vec<(Sp
     out
 }
 
-pub fn job(job: &JobFacts, owner: &str) -> Vec<(At, String)> {
+/// The names the Job must reference: its bundle's ServiceAccount and ConfigMap (the names
+/// ADR-072 gives them when the bundle lacks one), and whether that ServiceAccount turns the
+/// token off.
+pub struct Wanted<'a> {
+    pub account: &'a str,
+    pub config_map: &'a str,
+    pub account_automount: Automount,
+}
+
+pub fn job(job: &JobFacts, wanted: &Wanted) -> Vec<(At, String)> {
     let mut out = Vec::new();
-    let expected = format!("{owner}{SUFFIX}");
+    let expected = wanted.account;
     match &job.service_account {
         None => out.push((
             job.pod_loc,
@@ -138,10 +147,12 @@ pub fn job(job: &JobFacts, owner: &str) -> Vec<(At, String)> {
         )),
         Some(_) => {}
     }
+    token(job, wanted, &mut out);
+    let expected = wanted.config_map;
     let volume = job
         .volumes
         .iter()
-        .find(|v| v.config_map.as_deref() == Some(&expected));
+        .find(|v| v.config_map.as_deref() == Some(expected));
     match volume {
         None => match job.volumes.iter().find(|v| v.config_map.is_some()) {
             Some(other) => out.push((
@@ -157,7 +168,11 @@ pub fn job(job: &JobFacts, owner: &str) -> Vec<(At, String)> {
             )),
         },
         Some(volume) => match job.mounts.iter().find(|m| m.volume == volume.name) {
-            Some(m) if m.path.trim_end_matches('/') == MOUNT_PATH => {}
+            Some(m) if m.path.trim_end_matches('/') == MOUNT_PATH => {
+                files(job, volume, m, &mut out)
+            }
+            // One file mounted on its own: `files` says which one is then missing.
+            Some(m) if m.sub_path.is_some() => files(job, volume, m, &mut out),
             Some(m) => out.push((
                 m.loc,
                 format!(
@@ -190,4 +205,122 @@ pub fn job(job: &JobFacts, owner: &str) -> Vec<(At, String)> {
         ));
     }
     out
+}
+
+/// The program needs the token of its ServiceAccount to call the API server.
+fn token(job: &JobFacts, wanted: &Wanted, out: &mut Vec<(At, String)>) {
+    match (job.automount, wanted.account_automount) {
+        (Some((false, loc)), _) => out.push((
+            loc,
+            "the pod sets automountServiceAccountToken: false: the program has no token to \
+             call the API server with"
+                .into(),
+        )),
+        (None, Some((false, loc))) => out.push((
+            loc,
+            format!(
+                "the ServiceAccount `{}` sets automountServiceAccountToken: false and the Job's \
+                 pod does not set it to true: the program has no token",
+                wanted.account
+            ),
+        )),
+        _ => {}
+    }
+}
+
+/// The two files the command names, under /credentials.
+const FILES: [&str; 2] = ["create.py", "plan.json"];
+
+/// What the ConfigMap volume puts under /credentials, and whether the non-root user can read it.
+fn files(job: &JobFacts, volume: &Volume, mount: &Mount, out: &mut Vec<(At, String)>) {
+    if let Some(loc) = volume.optional {
+        out.push((
+            loc,
+            "the ConfigMap volume is optional: the pod starts without the program when the \
+             ConfigMap is missing, and the Job fails instead of waiting for it"
+                .into(),
+        ));
+    }
+    let mut present: Vec<(&str, Option<i64>)> = match &volume.items {
+        None => FILES.iter().map(|f| (*f, None)).collect(),
+        Some((items, _)) => items
+            .iter()
+            .filter(|(key, _, _)| FILES.contains(&key.as_str()))
+            .map(|(key, mode, _)| (key.as_str(), *mode))
+            .collect(),
+    };
+    if let Some((sub, loc)) = &mount.sub_path {
+        // A subPath mounts one file of the volume, at the mount path itself.
+        let kept = mount.path.rsplit('/').next() == Some(sub.as_str());
+        present.retain(|(f, _)| *f == sub.as_str() && kept);
+        for f in FILES
+            .iter()
+            .filter(|f| !present.iter().any(|(p, _)| p == *f))
+        {
+            out.push((
+                *loc,
+                format!(
+                    "the mount takes only `{sub}` of the ConfigMap (subPath): \
+                     /credentials/{f} is missing"
+                ),
+            ));
+        }
+        return;
+    }
+    if let Some((_, loc)) = &volume.items {
+        for f in FILES
+            .iter()
+            .filter(|f| !present.iter().any(|(p, _)| p == *f))
+        {
+            out.push((
+                *loc,
+                format!("the volume's items leave out `{f}`: /credentials/{f} is missing"),
+            ));
+        }
+    }
+    // Another mount over the program or its plan hides the ConfigMap's file.
+    for other in job.mounts.iter().filter(|m| m.volume != volume.name) {
+        let path = other.path.trim_end_matches('/');
+        if let Some(f) = FILES.iter().find(|f| path == format!("{MOUNT_PATH}/{f}")) {
+            out.push((
+                other.loc,
+                format!(
+                    "the volume `{}` is mounted over /credentials/{f}: it hides the ConfigMap's \
+                     {f}",
+                    other.volume
+                ),
+            ));
+        }
+    }
+    // The files belong to root (and to the fsGroup when the pod sets one); the program runs as
+    // another user, so it reads through the "other" bits, or the group's.
+    let readable = |mode: i64| mode & 0o004 != 0 || (job.fs_group && mode & 0o040 != 0);
+    if let Some((mode, loc)) = volume.default_mode
+        && !readable(mode)
+        && present.iter().any(|(_, m)| m.is_none())
+    {
+        out.push((
+            loc,
+            format!(
+                "defaultMode {mode:#o} lets only root read the files: the program runs as \
+                 another user and cannot read create.py or plan.json"
+            ),
+        ));
+    }
+    if let Some((items, _)) = &volume.items {
+        for (key, mode, loc) in items {
+            if let Some(mode) = mode
+                && FILES.contains(&key.as_str())
+                && !readable(*mode)
+            {
+                out.push((
+                    *loc,
+                    format!(
+                        "`{key}` gets mode {mode:#o}, which lets only root read it: the \
+                         program runs as another user"
+                    ),
+                ));
+            }
+        }
+    }
 }

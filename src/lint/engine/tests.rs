@@ -39,3 +39,54 @@ fn a_program_analysed_elsewhere_is_reported_after_the_rest_in_place() {
         .collect();
     assert_eq!(imports, [(97, 12), (98, 10)]);
 }
+
+/// Objects named like members but belonging to no bundle are none of credlint's business: a
+/// ServiceAccount and a Role named `*-credentials` without a hook annotation, alone, make no
+/// bundle and no finding (the Role would grant `list`). The same ServiceAccount carrying a hook
+/// annotation is marked as a member, so its missing bundle is reported.
+#[test]
+fn candidates_without_a_bundle_are_dropped_with_their_findings() {
+    let sa = "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ci-credentials\n  namespace: shop\n";
+    let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: ci-credentials\n  namespace: shop\nrules:\n  - apiGroups: [\"\"]\n    resources: [configmaps]\n    verbs: [get, list]\n";
+    let alone = check_text("app.yaml", &format!("{sa}---\n{role}"), Options::default()).unwrap();
+    assert_eq!(located(&alone), []);
+    assert_eq!(alone.summary.bundles, 0);
+    let hooked = sa.replace(
+        "  namespace: shop\n",
+        "  namespace: shop\n  annotations:\n    argocd.argoproj.io/hook: PreSync\n",
+    );
+    let marked = check_text("app.yaml", &hooked, Options::default()).unwrap();
+    let rules: Vec<&str> = marked.findings.iter().map(|f| f.rule.as_str()).collect();
+    assert!(rules.contains(&"bundle-incomplete"), "{rules:?}");
+}
+
+/// A bundle named `<owner>-creds` is assembled by its references (the Job's ConfigMap and
+/// ServiceAccount, the binding's subject and role) and linted in full: the Role's `list` is
+/// reported, and each member's name is a `bundle-naming` finding.
+#[test]
+fn a_bundle_named_otherwise_is_linked_by_its_references() {
+    let text = std::fs::read_to_string("fixtures/bundle-naming/bad-creds-names.yaml").unwrap();
+    let outcome = check_text("creds.yaml", &text, Options::default()).unwrap();
+    assert_eq!(outcome.summary.bundles, 1);
+    let naming = outcome
+        .findings
+        .iter()
+        .filter(|f| f.rule == "bundle-naming")
+        .count();
+    assert_eq!(naming, 5);
+    assert!(
+        outcome
+            .findings
+            .iter()
+            .any(|f| f.rule == "role-forbidden-verb"
+                && f.bundle.as_deref() == Some("shop/shop-sessions"))
+    );
+    assert!(
+        !outcome
+            .findings
+            .iter()
+            .any(|f| f.rule == "bundle-incomplete" || f.rule == "job-wiring"),
+        "{:?}",
+        located(&outcome)
+    );
+}

@@ -1,0 +1,184 @@
+//! One writer, one identity (bundle.md section 1): `secret-rendered`, `eso-targets-planned`,
+//! `generator-rendered` and `rbac-extra-binding`, decided once every file is read, from each
+//! bundle's digest and the other writers of the render.
+
+use super::Emit;
+use crate::load::source::At;
+use crate::model::bundle::{Bundle, Digest, MemberKind};
+use crate::model::writers::{Writer, WriterKind, holds_account, may_meet};
+use std::collections::HashSet;
+
+/// What the checks compare, gathered while the bundles are checked and dropped.
+#[derive(Default)]
+pub struct Render {
+    pub digests: Vec<Digest>,
+    pub writers: Vec<Writer>,
+    /// Where the RoleBindings of every bundle are named: a bundle's own binding, even a second
+    /// one, is judged by `rolebinding-wiring` and `bundle-duplicate`, not as another binding.
+    pub member_bindings: HashSet<At>,
+}
+
+impl Render {
+    /// Keeps what the checks need of a bundle that is one.
+    pub fn add(&mut self, bundle: &Bundle) {
+        for m in bundle
+            .members
+            .get(&MemberKind::RoleBinding)
+            .into_iter()
+            .flatten()
+        {
+            self.member_bindings.insert(m.loc);
+        }
+        self.digests.extend(bundle.digest());
+    }
+}
+
+pub fn check(render: &Render, emit: &mut Emit) {
+    for bundle in &render.digests {
+        for writer in &render.writers {
+            if render.member_bindings.contains(&writer.loc) {
+                continue;
+            }
+            match writer.kind {
+                WriterKind::Secret | WriterKind::ExternalSecret => {
+                    planned_secret(bundle, writer, emit)
+                }
+                WriterKind::Password { cluster } => {
+                    retired_generator(bundle, writer, cluster, emit)
+                }
+                WriterKind::RoleBinding | WriterKind::ClusterRoleBinding => {
+                    extra_binding(bundle, writer, emit)
+                }
+            }
+        }
+    }
+}
+
+fn planned_secret(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
+    if !may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref()) {
+        return;
+    }
+    let Some((index, planned)) = bundle
+        .secrets
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.name == writer.name)
+    else {
+        return;
+    };
+    let id = &bundle.id;
+    let name = &writer.name;
+    let (rule, message) = match writer.kind {
+        WriterKind::Secret => (
+            "secret-rendered",
+            format!(
+                "the Secret `{name}` is rendered here, but bundle {id} plans it (plan.json \
+                 `secrets[{index}]`): Argo CD would apply it over the generated value on every \
+                 sync, and its value is in git (ADR-072 points 2 and 7). Remove it from the \
+                 render"
+            ),
+        ),
+        _ => (
+            "eso-targets-planned",
+            format!(
+                "this ExternalSecret ({}) writes the Secret `{name}`, which bundle {id} plans \
+                 (plan.json `secrets[{index}]`): two writers of one Secret, and Argo CD \
+                 recreates what the Job adopts (ADR-072 points 2 and 3). Remove the \
+                 ExternalSecret or target another Secret",
+                if writer.generated {
+                    "backed by a generator"
+                } else {
+                    "backed by a store"
+                }
+            ),
+        ),
+    };
+    let finding = emit.add(rule, writer.loc, message, Some(&writer.object), Some(id));
+    if let Some(loc) = planned.loc {
+        finding.label(loc, "planned here");
+    }
+}
+
+fn retired_generator(bundle: &Digest, writer: &Writer, cluster: bool, emit: &mut Emit) {
+    // A ClusterGenerator has no namespace; the Job deletes `passwords` in its own.
+    if !cluster && !may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref()) {
+        return;
+    }
+    let Some((index, retired)) = bundle
+        .generators
+        .iter()
+        .enumerate()
+        .find(|(_, g)| g.name == writer.name)
+    else {
+        return;
+    };
+    let id = &bundle.id;
+    let what = if cluster {
+        "the ClusterGenerator wrapping a Password"
+    } else {
+        "the Password generator"
+    };
+    let finding = emit.add(
+        "generator-rendered",
+        writer.loc,
+        format!(
+            "{what} `{}` is still rendered, but bundle {id} retires it (plan.json \
+             `retiredGenerators[{index}]`): the Job deletes it and Argo CD creates it again on \
+             every sync (ADR-072 point 3). Remove it from the render",
+            writer.name
+        ),
+        Some(&writer.object),
+        Some(id),
+    );
+    if let Some(loc) = retired.loc {
+        finding.label(loc, "retired here");
+    }
+}
+
+fn extra_binding(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
+    let cluster = writer.kind == WriterKind::ClusterRoleBinding;
+    let id = &bundle.id;
+    let account = &bundle.account;
+    for subject in &writer.subjects {
+        let why = match subject.kind.as_str() {
+            "ServiceAccount" => {
+                // A subject without a namespace is the binding's own; a ClusterRoleBinding has
+                // none, so such a subject binds nothing.
+                let namespace = subject.namespace.as_deref().or(if cluster {
+                    None
+                } else {
+                    writer.namespace.as_deref()
+                });
+                if subject.name != *account
+                    || (cluster && namespace.is_none())
+                    || !may_meet(namespace, bundle.namespace.as_deref())
+                {
+                    continue;
+                }
+                format!("binds the credentials ServiceAccount `{account}`")
+            }
+            "Group" if holds_account(&subject.name, bundle.namespace.as_deref()) => format!(
+                "binds the group `{}`, which holds the credentials ServiceAccount `{account}`",
+                subject.name
+            ),
+            _ => continue,
+        };
+        emit.add(
+            "rbac-extra-binding",
+            subject.loc,
+            format!(
+                "this {} {why} of bundle {id}: it gets rights beyond its Role's (ADR-072 point \
+                 5). Remove the subject; the credentials ServiceAccount is bound by its own \
+                 RoleBinding only",
+                if cluster {
+                    "ClusterRoleBinding"
+                } else {
+                    "RoleBinding"
+                }
+            ),
+            Some(&writer.object),
+            Some(id),
+        )
+        .label(bundle.anchor, "the bundle");
+    }
+}
