@@ -1113,7 +1113,7 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
         let spec =
             credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
         std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_credlint"))
+        let child = Command::new(env!("CARGO_BIN_EXE_credlint"))
             .args(["simulate", "--timeout", "60"])
             .arg(&dir)
             .env("TMPDIR", &tmp)
