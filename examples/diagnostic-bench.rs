@@ -25,7 +25,7 @@ fn main() {
         std::process::id()
     ));
     std::fs::write(&copy, &text).expect("the temp folder is writable");
-    let files = input::collect(&[copy.to_string_lossy().into_owned()], &[]).files;
+    let files = input::collect(&[&copy], &[]).files;
     let mut outcome = Engine::new(Options::default())
         .unwrap()
         .run(&files, Vec::new());

@@ -1090,3 +1090,70 @@ fn a_policy_expression_past_the_cost_budget_is_an_error_naming_the_policy() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&policies);
 }
+
+#[test]
+fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
+    if which("python3").is_err() {
+        eprintln!("SKIPPED python3 is not installed");
+        return;
+    }
+    for (name, signal) in [
+        ("SIGTERM", libc::SIGTERM),
+        ("SIGINT", libc::SIGINT),
+        ("SIGHUP", libc::SIGHUP),
+    ] {
+        let dir = temp_dir(&format!("signal-{name}"));
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let pidfile = dir.join("program.pid");
+        let script = format!(
+            "import os, time\nwith open({:?}, 'w') as f:\n    f.write(str(os.getpid()))\ntime.sleep(60)\n",
+            pidfile.to_string_lossy()
+        );
+        let spec =
+            credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+        std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_credlint"))
+            .args(["simulate", "--timeout", "60"])
+            .arg(&dir)
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !pidfile.exists() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let program: i32 = std::fs::read_to_string(&pidfile)
+            .expect("the program started")
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            std::fs::read_dir(&tmp).unwrap().count() > 0,
+            "a run folder exists"
+        );
+        // SAFETY: kill(2) on the child we spawned and have not reaped.
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(128 + signal), "{name}: {stderr}");
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(left.is_empty(), "{name}: run folders left: {left:?}");
+        // The program is gone (a zombie's last moments aside, it is reaped by whoever adopted it).
+        let gone = Instant::now();
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{program}/stat")).is_ok_and(|s| {
+                !s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+        };
+        while alive() && gone.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(), "{name}: the program {program} outlived credlint");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -475,6 +475,8 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         Ok(targets) => targets,
         Err(e) => return usage_error(e),
     };
+    // Before any thread starts: a signal kills the programs and removes their run folders.
+    crate::runtime::simulate::stop_cleanly_on_signals();
     let flags = Flags {
         fail_on: args.fail_on.map(FailOn::severity),
         ..Flags::default()
@@ -499,7 +501,12 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         python: args.python.clone(),
         timeout: std::time::Duration::from_secs(args.timeout),
     };
-    let (findings, skipped) = match crate::cli::simulate::run(&outcome.bundles, &sim) {
+    let simulated = crate::cli::simulate::run(&outcome.bundles, &sim);
+    while crate::runtime::simulate::stopping() {
+        // A signal's thread is killing the programs and ends the process: report nothing.
+        std::thread::park();
+    }
+    let (findings, skipped) = match simulated {
         Ok(result) => result,
         Err(e) => return usage_error(format!("cannot simulate: {e}")),
     };

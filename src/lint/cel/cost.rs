@@ -1,13 +1,16 @@
 //! A cost budget for expressions from untrusted files (`check --policy`), as the Kubernetes API
 //! server gives every CEL expression of an admission policy one: past 1,000,000 units the
 //! evaluation stops with an error, which a policy's failurePolicy then turns into a denial or
-//! not. credlint cannot run cel-go's cost model, so it counts the same way in spirit: every call
-//! (operator, function, macro step) costs 1, plus a tenth of the size of the string, bytes,
-//! list or map it gives. A `replace` that would build more than the budget allows is refused
-//! before it builds anything (one call could otherwise square its input's size).
+//! not. credlint cannot run cel-go's cost model, so it counts where cost can grow without
+//! bound: in comprehensions (the macros `all`, `exists`, `map`, `filter`...), each iteration
+//! costs 2 (its condition and its step) plus a tenth of the size of the string, bytes, list or
+//! map the step gives; and a `replace`, which could square its input's size in one call, costs
+//! a tenth of what it builds and is refused before it builds past the budget. Outside these the
+//! work is bounded by the expression's length, which is bounded itself.
 //!
-//! The metered copy of an expression has every call wrapped in [`METER`]; the original stays
-//! what usage checks and blame read.
+//! The metered copy of an expression has each comprehension's condition and step wrapped in
+//! [`METER`] (one level each: wrapping every call would double the depth the evaluation
+//! recurses to); the original stays what usage checks and blame read.
 
 use cel::ExecutionError;
 use cel::common::ast::{CallExpr, Expr};
@@ -123,7 +126,7 @@ pub fn register(env: &mut cel::Env) {
         .expect("the metered replace is declared once");
 }
 
-/// The metered copy of `expr`: every call wrapped in the meter, `replace` bounded.
+/// The metered copy of `expr`: comprehensions metered, `replace` bounded.
 pub fn metered(expr: &cel::IdedExpr) -> cel::IdedExpr {
     let mut copy = expr.clone();
     wrap(&mut copy);
@@ -143,19 +146,17 @@ fn wrap(e: &mut cel::IdedExpr) {
                 call.args.splice(0..0, target);
                 call.func_name = REPLACE.to_string();
             }
-            meter_node(e);
         }
         Expr::Comprehension(c) => {
             wrap(&mut c.iter_range);
             wrap(&mut c.accu_init);
             wrap(&mut c.loop_cond);
-            // The condition is evaluated before every step and its error ends the loop: metered
-            // even where it is a constant (`map`), a spent budget stops the loop at once.
-            if !matches!(&c.loop_cond.expr, Expr::Call(call) if call.func_name == METER) {
-                meter_node(&mut c.loop_cond);
-            }
             wrap(&mut c.loop_step);
             wrap(&mut c.result);
+            // The condition is evaluated before every step and its error ends the loop, so a
+            // spent budget stops the loop at once.
+            meter_node(&mut c.loop_cond);
+            meter_node(&mut c.loop_step);
         }
         Expr::List(list) => list.elements.iter_mut().for_each(wrap),
         Expr::Map(map) => {

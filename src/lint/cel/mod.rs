@@ -34,8 +34,10 @@ pub struct Cel {
 /// A compiled expression: its syntax tree (standard macros expanded), evaluated in a context.
 pub struct Program {
     inner: Parsed,
-    /// For an expression from an untrusted file: the copy that runs under a cost budget.
-    metered: Option<Parsed>,
+    /// For an expression from an untrusted file: the copy that runs under a cost budget, made
+    /// on its first evaluation (only expressions shallow enough to be evaluated get one; the
+    /// copy of one thousands of levels deep would overflow the stack).
+    metered: Option<std::sync::OnceLock<Parsed>>,
     text: String,
 }
 
@@ -72,7 +74,10 @@ impl Program {
     /// Evaluates the program; one from an untrusted file within the cost budget.
     fn execute(&self, ctx: &cel::Context) -> Result<Value, cel::ExecutionError> {
         match &self.metered {
-            Some(metered) => cost::run(|| metered.execute(ctx)),
+            Some(cell) => {
+                let metered = cell.get_or_init(|| Parsed(cost::metered(self.inner.expression())));
+                cost::run(|| metered.execute(ctx))
+            }
             None => self.inner.execute(ctx),
         }
     }
@@ -187,7 +192,7 @@ impl Cel {
             .join()
             .map_err(|_| "the parser failed on this expression".to_string())?;
         parsed.map(|inner| Program {
-            metered: Some(Parsed(cost::metered(inner.expression()))),
+            metered: Some(std::sync::OnceLock::new()),
             inner,
             text: text.to_string(),
         })

@@ -25,6 +25,69 @@ fn running() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
     RUNNING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// From now on SIGINT, SIGTERM and SIGHUP stop credlint cleanly: every program is killed
+/// (with its group and its orphans) and every run folder (token, CA and server keys) removed
+/// before it exits with 128 + the signal. Call it before any other thread is started: the
+/// signals are blocked in the caller, whose later threads inherit that, and one thread of its
+/// own waits for them. A started program gets the default signal mask back (std resets it).
+pub fn stop_cleanly_on_signals() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: an all-zero sigset_t is valid storage for sigemptyset to initialise; the
+        // calls below only read and write this local set and the calling thread's mask.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        unsafe {
+            libc::sigemptyset(&mut set);
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        }
+        let started = thread::Builder::new()
+            .name("credlint-signals".into())
+            .spawn(move || {
+                let mut sig: libc::c_int = 0;
+                // SAFETY: sigwait reads the set and writes the signal number into `sig`.
+                if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+                    return;
+                }
+                STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
+                // Held to the end: no thread starts a program any more.
+                let started = running();
+                for pgid in started.iter() {
+                    // SAFETY: kill(2) on the group of a program we started and have not reaped
+                    // (a reaped one is no longer listed).
+                    unsafe {
+                        libc::kill(-pgid, libc::SIGKILL);
+                    }
+                }
+                kill_orphans_locked(&started);
+                super::incluster::remove_live();
+                eprintln!(
+                    "credlint: stopped by signal {sig}: the programs were killed and their run \
+                     folders removed"
+                );
+                std::process::exit(128 + sig);
+            });
+        if started.is_err() {
+            // Without the waiting thread the signals must not stay blocked.
+            // SAFETY: as above, on the calling thread's mask.
+            unsafe {
+                libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+/// Set when a signal is stopping credlint: what fails after it (a run folder removed under a
+/// program) is not a result to report.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a signal is stopping credlint; the signal's thread ends the process.
+pub fn stopping() -> bool {
+    STOPPING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Makes this process the subreaper of its descendants, once.
 fn become_subreaper() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -69,9 +132,12 @@ fn orphans(started: &[libc::pid_t]) -> Vec<libc::pid_t> {
 /// Kills and reaps every orphan, until none is left (a killed one's children are next). The
 /// list of running programs stays locked meanwhile, so no thread starts one half-way through.
 fn kill_orphans() {
+    kill_orphans_locked(&running());
+}
+
+fn kill_orphans_locked(started: &[libc::pid_t]) {
     for _ in 0..64 {
-        let started = running();
-        let found = orphans(&started);
+        let found = orphans(started);
         if found.is_empty() {
             return;
         }

@@ -61,6 +61,7 @@ impl RunDir {
             let path = base.join(format!("credlint-sim-{}-{suffix}", std::process::id()));
             match fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
+                    live().push(path.clone());
                     let dir = RunDir { path };
                     for sub in ["serviceaccount", "site", "work", "tmp"] {
                         fs::DirBuilder::new()
@@ -81,8 +82,29 @@ impl RunDir {
     }
 }
 
+/// The run folders that exist now, on every thread: removed by the signal handler too.
+static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes every run folder that exists now (credlint is stopping on a signal).
+pub fn remove_live() {
+    for path in live().drain(..) {
+        remove_tree(&path);
+    }
+}
+
 impl Drop for RunDir {
     fn drop(&mut self) {
+        live().retain(|p| p != &self.path);
+        remove_tree(&self.path);
+    }
+}
+
+fn remove_tree(path: &Path) {
+    {
         // A program may have left read-only folders behind; make them removable first.
         fn unlock(dir: &Path) {
             if let Ok(entries) = fs::read_dir(dir) {
@@ -95,9 +117,9 @@ impl Drop for RunDir {
                 }
             }
         }
-        if fs::remove_dir_all(&self.path).is_err() {
-            unlock(&self.path);
-            let _ = fs::remove_dir_all(&self.path);
+        if fs::remove_dir_all(path).is_err() {
+            unlock(path);
+            let _ = fs::remove_dir_all(path);
         }
     }
 }

@@ -89,7 +89,8 @@
 //! that `runtime-failed` quotes; nothing prints a value.
 //!
 //! Everything a simulation starts (the python process group, the server threads and ports, the
-//! temporary folder) is released by destructors, so also on errors and panics.
+//! temporary folder) is released by destructors, so also on errors and panics; on SIGINT,
+//! SIGTERM and SIGHUP by [`stop_cleanly_on_signals`].
 
 mod child;
 mod cluster;
@@ -103,6 +104,8 @@ mod values;
 
 #[cfg(test)]
 mod tests;
+
+pub use child::{stop_cleanly_on_signals, stopping};
 
 use std::fmt;
 use std::path::PathBuf;
