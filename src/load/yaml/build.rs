@@ -613,7 +613,7 @@ impl<'a, 'n> Builder<'a, 'n> {
     /// A plain scalar in a flow collection written right before `:` and a flow indicator
     /// (`[a:, b]`, `{a:}`): go-yaml v2 ends a plain scalar at `:` only before a blank, so the
     /// colon is part of it (`Some` with the text it reads). Before `[` or `{` go-yaml finds
-    /// no separator and refuses the file.
+    /// no separator and refuses the file, as it does for a `?` within the scalar.
     fn flow_colon(
         &mut self,
         plain: bool,
@@ -624,6 +624,14 @@ impl<'a, 'n> Builder<'a, 'n> {
             Some(Frame::Seq { style, .. } | Frame::Map { style, .. }) => *style == Style::Flow,
             None => false,
         };
+        if plain && in_flow && text.char_indices().any(|(i, c)| c == '?' && i > 0) {
+            return Err(SyntaxError {
+                span,
+                message: "go-yaml v2 ends a plain scalar at `?` inside a flow collection and \
+                          reads a key there, so kubectl refuses the file: quote the string"
+                    .into(),
+            });
+        }
         let bytes = self.source.as_bytes();
         // The empty value of `a:` stands on the colon too; it is no scalar of the text.
         if !plain || !in_flow || span.is_empty() || bytes.get(span.end()) != Some(&b':') {
