@@ -66,6 +66,9 @@ fn build(dir: &Path) -> Result<PathBuf, String> {
 enum Read {
     Json(Json),
     Refused(String),
+    /// A document whose value go-yaml leaves to Go's random map order (two keys of a mapping,
+    /// such as `1` and `"1"`, that become one JSON key): any reading of it agrees.
+    Ambiguous,
 }
 
 impl Read {
@@ -73,6 +76,7 @@ impl Read {
         match (self, other) {
             (Read::Json(a), Read::Json(b)) => a == b,
             (Read::Refused(_), Read::Refused(_)) => true,
+            (Read::Ambiguous, Read::Json(_)) | (Read::Json(_), Read::Ambiguous) => true,
             _ => false,
         }
     }
@@ -166,6 +170,7 @@ fn oracle_reads(line: &Json) -> Vec<Read> {
         .expect("the oracle lists documents")
         .iter()
         .map(|d| match d.get("json") {
+            Some(_) if d.get("ambiguous").is_some_and(|a| a == true) => Read::Ambiguous,
             Some(v) => Read::Json(normalized(v.clone())),
             None => Read::Refused(d["error"].as_str().unwrap_or_default().to_string()),
         })
@@ -387,12 +392,20 @@ fn snippets() -> Vec<(&'static str, String)> {
         ("flow-map-colon-comma", "a: {a:, b}\n".into()),
         ("flow-colon-inside", "a: [a:b, c]\n".into()),
         ("flow-colon-bracket", "a: [a:[b]]\n".into()),
+        ("flow-map-colon-brace", "a: {a:{b: 1}}\n".into()),
+        (
+            "flow-colon-mixed",
+            "a: [k: v, z:]\nc: {x:, y: 1}\nd: [\"q\":, r]\n".into(),
+        ),
+        ("flow-colon-nested", "a: [[a:], {b:}]\n".into()),
         ("flow-quoted-key", "a: [\"a\":b]\n".into()),
         (
             "flow-json",
             "{\"a\": [1, 2, {\"b\": null}], \"c\": \"d\"}\n".into(),
         ),
         ("flow-question", "a: [a?b]\n".into()),
+        ("flow-question-map", "a: {k: a?b}\n".into()),
+        ("block-question", "a: a?b\nb: [x, 'a?b']\n".into()),
         ("flow-trailing-comma", "a: [1, 2, ]\nb: {x: 1, }\n".into()),
         ("flow-multiline", "a: [1,\n  2]\n".into()),
         // Block scalars.
@@ -470,22 +483,6 @@ const KNOWN: &[(&str, &str)] = &[
     (
         "escape-quote",
         "`\\'` in a double-quoted string: go-yaml reads `'`, credlint refuses",
-    ),
-    (
-        "flow-colon-comma",
-        "`[a:, b]`: go-yaml reads the string `a:`, credlint a mapping",
-    ),
-    (
-        "flow-colon-end",
-        "`[a:]`: go-yaml reads the string `a:`, credlint a mapping",
-    ),
-    (
-        "flow-map-colon-comma",
-        "`{a:, b}`: go-yaml reads the key `a:`, credlint `a`",
-    ),
-    (
-        "flow-question",
-        "`?` inside a plain scalar of a flow collection ends it for go-yaml",
     ),
     ("ls-comment", LINE_BREAKS),
     ("ls-literal", LINE_BREAKS),

@@ -84,7 +84,7 @@ impl Decoded<'_> {
     pub fn ranges(&self) -> Vec<Range<usize>> {
         match self.encoding {
             Encoding::Utf8 => crate::load::yaml::document_ranges(&self.text),
-            Encoding::Utf16 => vec![0..self.text.len()],
+            Encoding::Utf16 => std::iter::once(0..self.text.len()).collect(),
         }
     }
 

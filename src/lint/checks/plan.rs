@@ -264,6 +264,26 @@ fn key_specs(item: &Node, secret: &str, report: &mut impl FnMut(&'static str, Sp
                                 ),
                             ),
                         }
+                    } else if name == "alphabet" {
+                        // The characters to draw from (simulate's key checks honour it): a
+                        // set of symbols, not a value, but one symbol would make the value
+                        // constant.
+                        let distinct = match &field.value.value {
+                            Value::Str(a) => {
+                                a.chars().collect::<std::collections::BTreeSet<_>>().len()
+                            }
+                            _ => 0,
+                        };
+                        if distinct < 2 {
+                            report(
+                                INVALID,
+                                field.value.span,
+                                format!(
+                                    "`alphabet` of key `{key}` of `{secret}` is a string of at \
+                                     least two different characters to draw from"
+                                ),
+                            );
+                        }
                     } else if VALUE_FIELDS.contains(&name)
                         || matches!(field.value.value, Value::Str(_))
                     {
@@ -273,7 +293,7 @@ fn key_specs(item: &Node, secret: &str, report: &mut impl FnMut(&'static str, Sp
                             format!(
                                 "key `{key}` of `{secret}` carries `{name}`, a value rather than \
                                  how to generate one (ADR-072 point 7): a key spec takes \
-                                 `length` only. Remove it and rotate the committed value"
+                                 `length` and `alphabet` only. Remove it and rotate the committed value"
                             ),
                         );
                     } else {
@@ -282,7 +302,7 @@ fn key_specs(item: &Node, secret: &str, report: &mut impl FnMut(&'static str, Sp
                             field.key_span,
                             format!(
                                 "unknown key-spec field `{name}` in key `{key}` of `{secret}`: \
-                                 a key spec takes `length` only"
+                                 a key spec takes `length` and `alphabet` only"
                             ),
                         );
                     }

@@ -306,6 +306,8 @@ struct Builder<'a, 'n> {
     /// Where a tab is content or separation that go-yaml v2 accepts: scalars, aliases and flow
     /// collections.
     covered: Vec<Span>,
+    /// Where the last plain scalar glued to its colon starts (see `flow_colon`).
+    glued: Option<usize>,
 }
 
 const TAB_MESSAGE: &str = "a tab stands where go-yaml v2, and so kubectl, Helm and Argo CD, \
@@ -411,6 +413,7 @@ impl<'a, 'n> Builder<'a, 'n> {
             comments: Vec::new(),
             duplicates: Vec::new(),
             covered: Vec::new(),
+            glued: None,
         }
     }
 
@@ -441,6 +444,10 @@ impl<'a, 'n> Builder<'a, 'n> {
                     CoreTag::from_suffix(t.suffix_in_namespace("tag:yaml.org,2002:").as_deref())
                 });
                 let plain = style == ScalarStyle::Plain;
+                let (text, span) = match self.flow_colon(plain, &text, span)? {
+                    Some(glued) => (Cow::Owned(glued), Span::new(span.start(), span.end() + 1)),
+                    None => (text, span),
+                };
                 // go-yaml merges at `<<` written plain and untagged, or tagged `!!merge`;
                 // `!!merge` on any other text is just that text.
                 let merge_marker =
@@ -550,7 +557,14 @@ impl<'a, 'n> Builder<'a, 'n> {
                         anchor,
                         entries,
                         ..
-                    }) => (start, style, anchor, Value::Map(entries)),
+                    }) => match self.glued_pair(start, style, entries) {
+                        // `[a:, b]`: go-yaml reads the item `a:`, not a pair.
+                        Ok(scalar) => {
+                            self.glued = None;
+                            return self.complete(scalar, anchor, false);
+                        }
+                        Err(entries) => (start, style, anchor, Value::Map(entries)),
+                    },
                     None => return Ok(()),
                 };
                 let node = Node {
@@ -594,6 +608,74 @@ impl<'a, 'n> Builder<'a, 'n> {
             // Anchor metadata, stream and document markers carry nothing for the tree.
             _ => Ok(()),
         }
+    }
+
+    /// A plain scalar in a flow collection written right before `:` and a flow indicator
+    /// (`[a:, b]`, `{a:}`): go-yaml v2 ends a plain scalar at `:` only before a blank, so the
+    /// colon is part of it (`Some` with the text it reads). Before `[` or `{` go-yaml finds
+    /// no separator and refuses the file, as it does for a `?` within the scalar.
+    fn flow_colon(
+        &mut self,
+        plain: bool,
+        text: &str,
+        span: Span,
+    ) -> Result<Option<String>, SyntaxError> {
+        let in_flow = match self.stack.last() {
+            Some(Frame::Seq { style, .. } | Frame::Map { style, .. }) => *style == Style::Flow,
+            None => false,
+        };
+        if plain && in_flow && text.char_indices().any(|(i, c)| c == '?' && i > 0) {
+            return Err(SyntaxError {
+                span,
+                message: "go-yaml v2 ends a plain scalar at `?` inside a flow collection and \
+                          reads a key there, so kubectl refuses the file: quote the string"
+                    .into(),
+            });
+        }
+        let bytes = self.source.as_bytes();
+        // The empty value of `a:` stands on the colon too; it is no scalar of the text.
+        if !plain || !in_flow || span.is_empty() || bytes.get(span.end()) != Some(&b':') {
+            return Ok(None);
+        }
+        match bytes.get(span.end() + 1) {
+            Some(b',' | b']' | b'}') => {
+                self.glued = Some(span.start());
+                Ok(Some(format!("{text}:")))
+            }
+            Some(b'[' | b'{') => Err(SyntaxError {
+                span: Span::new(span.end(), span.end() + 1),
+                message: "go-yaml v2 reads this `:` as part of the string before it (a colon \
+                          ends a plain scalar only before a blank), and then finds no `,` \
+                          before the bracket: kubectl refuses the file (write `: `)"
+                    .into(),
+            }),
+            _ => Ok(None),
+        }
+    }
+
+    /// The implicit pair of a flow sequence whose key [`Self::flow_colon`] glued to its colon
+    /// and that has no value: go-yaml reads it as that one scalar. Anything else is handed
+    /// back.
+    fn glued_pair(
+        &self,
+        start: usize,
+        style: Style,
+        mut entries: Vec<Entry<'a>>,
+    ) -> Result<Node<'a>, Vec<Entry<'a>>> {
+        let implicit = style == Style::Flow && self.source.as_bytes().get(start) != Some(&b'{');
+        let single = entries.len() == 1
+            && self.glued == Some(entries[0].key_span.start())
+            && entries[0].value.is_null()
+            && entries[0].value.span.is_empty();
+        if !(implicit && single) {
+            return Err(entries);
+        }
+        let entry = entries.remove(0);
+        Ok(Node {
+            span: entry.key_span,
+            style: Style::Plain,
+            value: Value::Str(entry.key),
+        })
     }
 
     /// Keeps a copy of an anchored node for its aliases, within what they could still expand

@@ -335,7 +335,7 @@ fn decode_base64(text: &str) -> Option<Vec<u8>> {
         .bytes()
         .filter(|b| !matches!(b, b'\r' | b'\n'))
         .collect();
-    if digits.len() % 4 != 0 {
+    if !digits.len().is_multiple_of(4) {
         return None;
     }
     let value = |c: u8| match c {
@@ -408,7 +408,8 @@ fn is_go_timestamp(s: &str) -> bool {
         let month = num(&mut i).filter(|m| (1..=12).contains(m))?;
         expect(&mut i, b'-')?;
         let day = num(&mut i)?;
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let leap =
+            year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
         let days = [
             31,
             if leap { 29 } else { 28 },

@@ -21,14 +21,45 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
+	goyaml "gopkg.in/yaml.v2"
 	"sigs.k8s.io/yaml"
 )
 
 type doc struct {
 	JSON  json.RawMessage `json:"json,omitempty"`
 	Error string          `json:"error,omitempty"`
+	// Two keys of one mapping that differ in YAML (`1` and "1") but become the same JSON key:
+	// which value JSON keeps follows Go's map order, which is random.
+	Ambiguous bool `json:"ambiguous,omitempty"`
+}
+
+// ambiguous reports whether a decoded document has a mapping with two keys that
+// sigs.k8s.io/yaml turns into the same JSON key.
+func ambiguous(v interface{}) bool {
+	switch v := v.(type) {
+	case map[interface{}]interface{}:
+		seen := map[string]bool{}
+		for k, item := range v {
+			key := fmt.Sprint(k)
+			if f, ok := k.(float64); ok {
+				key = strconv.FormatFloat(f, 'g', -1, 32)
+			}
+			if seen[key] || ambiguous(item) {
+				return true
+			}
+			seen[key] = true
+		}
+	case []interface{}:
+		for _, item := range v {
+			if ambiguous(item) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type file struct {
@@ -109,7 +140,9 @@ func read(name string) file {
 		if len(j) == 0 || bytes.Equal(j, []byte("null")) {
 			continue
 		}
-		f.Docs = append(f.Docs, doc{JSON: j})
+		var decoded interface{}
+		_ = goyaml.Unmarshal(part, &decoded)
+		f.Docs = append(f.Docs, doc{JSON: j, Ambiguous: ambiguous(decoded)})
 	}
 	if cutErr != nil {
 		f.Docs = append(f.Docs, doc{Error: cutErr.Error()})
