@@ -1,6 +1,8 @@
 //! The command line as users and scripts meet it: exit codes, the JSON contract of cli.md,
 //! standard input, rule selection, `rules` and `explain`.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -35,11 +37,8 @@ fn json(output: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("credlint-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> common::TempDir {
+    common::TempDir::new(&format!("credlint-cli-{name}"))
 }
 
 const BAD: &str = "fixtures/role-forbidden-verb/bad-list-watch.yaml";

@@ -10,7 +10,7 @@ const BAD: &str = "fixtures/role-forbidden-verb/bad-list-watch.yaml";
 
 /// A repository with the bad Role in `rendered/` and `config` as its credlint.toml; the
 /// commands run in `rendered/`, one folder below the file.
-fn repo(name: &str, config: &str) -> std::path::PathBuf {
+fn repo(name: &str, config: &str) -> common::TempDir {
     let dir = temp_dir(name);
     std::fs::create_dir_all(dir.join("rendered")).unwrap();
     std::fs::copy(root().join(BAD), dir.join("rendered/shop.yaml")).unwrap();

@@ -9,7 +9,8 @@ use common::*;
 /// suppressed finding, and a file whose name and finding text hold the characters each format
 /// must escape (`,` `:` `%` `<` `&` and a line break).
 /// Each test has its own folder (`test`): the tests run in parallel.
-fn inputs(test: &str) -> Vec<String> {
+/// The folder is removed when the returned guard is dropped, at the end of the test.
+fn inputs(test: &str) -> (common::TempDir, Vec<String>) {
     let dir = temp_dir(test);
     let odd = dir.join("odd, name:100%.yaml");
     std::fs::write(
@@ -23,14 +24,15 @@ fn inputs(test: &str) -> Vec<String> {
         "apiVersion: external-secrets.io/v1\nkind: ClusterSecretStore\nmetadata:\n  name: open\nspec:\n  provider: {}\n",
     )
     .unwrap();
-    vec![
+    let paths = vec![
         "fixtures/role-forbidden-verb/bad-list-watch.yaml".to_string(),
         "fixtures/yaml-duplicate-key/bad-annotation.yaml".to_string(),
         "fixtures/ignore-invalid/good-with-reason.yaml".to_string(),
         "fixtures/clean/split".to_string(),
         odd.to_string_lossy().into_owned(),
         store.to_string_lossy().into_owned(),
-    ]
+    ];
+    (dir, paths)
 }
 
 fn run(paths: &[String], format: &str) -> (Option<i32>, Vec<u8>) {
@@ -87,7 +89,7 @@ fn uri_to_path(uri: &str) -> String {
 #[test]
 fn sarif_results_match_the_json_findings() {
     use serde_sarif::sarif::Sarif;
-    let paths = inputs("sarif");
+    let (_dir, paths) = inputs("sarif");
     let findings = json_findings(&paths);
     let (code, stdout) = run(&paths, "sarif");
     assert_eq!(code, Some(1));
@@ -248,7 +250,7 @@ fn annotations(stdout: &str) -> Vec<Annotation> {
 
 #[test]
 fn github_annotations_land_on_the_json_findings_lines() {
-    let paths = inputs("github");
+    let (_dir, paths) = inputs("github");
     let findings: Vec<serde_json::Value> = json_findings(&paths)
         .into_iter()
         .filter(|f| f.get("suppressed").is_none())
@@ -290,7 +292,7 @@ fn github_annotations_land_on_the_json_findings_lines() {
 
 #[test]
 fn junit_cases_carry_the_json_findings() {
-    let paths = inputs("junit");
+    let (_dir, paths) = inputs("junit");
     let findings = json_findings(&paths);
     let (code, stdout) = run(&paths, "junit");
     assert_eq!(code, Some(1));

@@ -8,6 +8,8 @@
 //!
 //! Each test prints `hostile: <input>: <seconds> s, <MB> MB peak` (`--nocapture` shows them).
 
+mod common;
+
 use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -37,11 +39,8 @@ fn bundle() -> String {
     std::fs::read_to_string(root().join(BUNDLE)).unwrap()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("credlint-hostile-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> common::TempDir {
+    common::TempDir::new(&format!("credlint-hostile-{name}"))
 }
 
 /// Runs `program args` (the binary, or a wrapper before it), reading both pipes, killing it

@@ -4,6 +4,8 @@
 //! leaves what it did not generate alone, and a run stopped by an error half-way leaves every
 //! file either as it was or as generated, never cut short.
 
+mod common;
+
 use credlint::testkit::{self, Rng};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,12 +25,8 @@ fn credlint_in(cwd: &Path, args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("credlint-integrity-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> common::TempDir {
+    common::TempDir::new(&format!("credlint-integrity-{name}"))
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -2,6 +2,8 @@
 //! `policies/` is current, `--check` notices an edit, `--out` leaves foreign files alone, and
 //! team policies are applied to manifests with Kyverno's semantics.
 
+mod common;
+
 use credlint::cli::policies;
 use credlint::lint::catalog::Catalog;
 use credlint::policy;
@@ -20,11 +22,8 @@ fn credlint(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("credlint-policies-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> common::TempDir {
+    common::TempDir::new(&format!("credlint-policies-{name}"))
 }
 
 fn stderr(out: &Output) -> String {

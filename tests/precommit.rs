@@ -21,7 +21,7 @@ use std::process::{Command, Output};
 
 /// A tree with the clean split bundle (five files, one object each) in `rendered/catalog/` and
 /// a broken, unrelated bundle in `other/`.
-fn tree(name: &str) -> PathBuf {
+fn tree(name: &str) -> common::TempDir {
     let dir = temp_dir(name);
     std::fs::create_dir_all(dir.join("rendered")).unwrap();
     copy_in("fixtures/clean/split", &dir.join("rendered"));

@@ -4,29 +4,6 @@
 mod common;
 
 use common::{credlint, credlint_in, json, root, stderr, stdout};
-use std::path::{Path, PathBuf};
-
-/// A temporary folder removed when the test ends, passed or failed.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        Scratch(common::temp_dir(&format!("usability-{name}")))
-    }
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 const PRAGMA_IN_PLAN: &str = "fixtures/pragma-misplaced/bad-plan-line.yaml";
 const UNRELATED: &str = "fixtures/pragma-misplaced/good-unrelated-file.yaml";
@@ -48,7 +25,7 @@ fn a_pragma_finding_belongs_to_the_object_and_bundle_it_stands_in() {
 
 #[test]
 fn an_ignore_on_the_configmap_accepts_its_pragma_finding() {
-    let dir = Scratch::new("pragma-ignore");
+    let dir = common::temp_dir("usability-pragma-ignore");
     let text = std::fs::read_to_string(root().join(PRAGMA_IN_PLAN)).unwrap();
     let annotated = text.replacen(
         "  name: shop-sessions-credentials\n  namespace: shop\n  annotations:\n    argocd.argoproj.io/hook: PreSync\n    argocd.argoproj.io/sync-wave: \"0\"\n    argocd.argoproj.io/hook-delete-policy: BeforeHookCreation\ndata:",
@@ -84,7 +61,7 @@ fn pragmas_are_judged_in_bundle_files_unless_the_scope_is_all() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(json(&out)["findings"], serde_json::json!([]));
 
-    let dir = Scratch::new("pragma-scope");
+    let dir = common::temp_dir("usability-pragma-scope");
     std::fs::copy(root().join(UNRELATED), dir.join("values.yaml")).unwrap();
     std::fs::write(
         dir.join("credlint.toml"),
@@ -129,7 +106,7 @@ const IMAGE: &str = "registry.example/platform/credentials:1.5.0@sha256:11111111
 
 #[test]
 fn policies_read_credlint_toml_as_check_does() {
-    let dir = Scratch::new("policies-config");
+    let dir = common::temp_dir("usability-policies-config");
     std::fs::write(
         dir.join("credlint.toml"),
         format!(
@@ -164,7 +141,7 @@ fn policies_read_credlint_toml_as_check_does() {
 
 #[test]
 fn policies_check_prints_the_command_that_regenerates_what_it_compared() {
-    let dir = Scratch::new("policies-check");
+    let dir = common::temp_dir("usability-policies-check");
     let check = [
         "policies",
         "--check",
@@ -270,7 +247,7 @@ fn the_text_report_wraps_at_columns_and_shows_the_real_column() {
 
 #[test]
 fn several_reports_in_one_run_and_the_output_flags() {
-    let dir = Scratch::new("outputs");
+    let dir = common::temp_dir("usability-outputs");
     let sarif = dir.join("credlint.sarif");
     let sarif_arg = sarif.to_string_lossy().into_owned();
     let out = credlint(&[
@@ -403,7 +380,7 @@ fn helm_rendered() -> String {
 
 #[test]
 fn findings_name_the_helm_template_of_their_document() {
-    let dir = Scratch::new("helm");
+    let dir = common::temp_dir("usability-helm");
     std::fs::write(dir.join("rendered.yaml"), helm_rendered()).unwrap();
     let json_out = credlint_in(
         &dir,
@@ -474,7 +451,7 @@ fn findings_name_the_helm_template_of_their_document() {
 
 #[test]
 fn per_path_entries_accept_findings_by_glob_with_their_reason() {
-    let dir = Scratch::new("per-path");
+    let dir = common::temp_dir("usability-per-path");
     std::fs::create_dir_all(dir.join("charts/legacy/templates")).unwrap();
     std::fs::create_dir_all(dir.join("rendered")).unwrap();
     std::fs::copy(
@@ -559,7 +536,7 @@ fn an_unpinned_or_malformed_credentials_image_is_refused_up_front() {
 
 #[test]
 fn a_generate_name_job_is_told_to_take_its_name() {
-    let dir = Scratch::new("generate-name");
+    let dir = common::temp_dir("usability-generate-name");
     let text = std::fs::read_to_string(root().join("fixtures/clean/cache.yaml")).unwrap();
     let renamed = text.replacen(
         "  name: shop-sessions-credentials-dab36b97\n",
@@ -661,7 +638,7 @@ fn shell_completions_offer_the_rule_ids() {
 
 #[test]
 fn simulate_reports_a_missing_role_name_once_at_the_role_rule() {
-    let dir = Scratch::new("simulate-group");
+    let dir = common::temp_dir("usability-simulate-group");
     let text = std::fs::read_to_string(root().join("fixtures/clean/cache.yaml")).unwrap();
     let broken = text.replacen(
         "    resourceNames: [shop-sessions-0]",

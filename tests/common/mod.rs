@@ -41,11 +41,41 @@ pub fn json(output: &Output) -> serde_json::Value {
 }
 
 /// A fresh folder for one test, named after it and the process.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("credlint-it-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+pub fn temp_dir(name: &str) -> TempDir {
+    TempDir::new(&format!("credlint-it-{name}"))
+}
+
+/// A folder under the system's temp folder, removed when the test ends (passed or failed), so
+/// the suite leaves nothing behind.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// `<temp>/<prefix>-<pid>`, emptied first.
+    pub fn new(prefix: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Copies a file or folder of the repository into `dir`, under the same name.

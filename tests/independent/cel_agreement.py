@@ -294,8 +294,10 @@ class Policy:
         if unknown:
             raise Unsupported(f"{self.name}: spec fields {sorted(unknown)}")
         actions = spec.get("validationActions") or ["Deny"]
-        if "Deny" not in actions:
-            raise Unsupported(f"{self.name}: validationActions {actions} do not deny")
+        # A warning rule's policy warns instead of denying: the same failed validation, told
+        # to the client rather than refused, so its verdicts are compared alike.
+        if "Deny" not in actions and "Warn" not in actions:
+            raise Unsupported(f"{self.name}: validationActions {actions} neither deny nor warn")
         self.failure_policy = spec.get("failurePolicy", "Fail")
         if self.failure_policy not in ("Fail", "Ignore"):
             raise Unsupported(f"{self.name}: failurePolicy {self.failure_policy!r}")
