@@ -590,7 +590,7 @@ fn credlint_with<S: AsRef<OsStr>>(args: &[S], stdin: Stdio, env: &[(&str, &str)]
 }
 
 /// A temporary folder holding the bundle as `bundle.yaml`, and the folder's display path.
-fn folder_with_bundle(name: &str) -> (PathBuf, String) {
+fn folder_with_bundle(name: &str) -> (common::TempDir, String) {
     let dir = temp_dir(name);
     std::fs::write(dir.join("bundle.yaml"), bundle()).unwrap();
     let display = dir.to_string_lossy().into_owned();
@@ -1114,7 +1114,7 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
         std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_credlint"))
             .args(["simulate", "--timeout", "60"])
-            .arg(&dir)
+            .arg(dir.as_path())
             .env("TMPDIR", &tmp)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -630,7 +630,8 @@ impl Engine {
         let mut emit = Emit::new(self.catalog);
         let mut header_lines = Vec::new();
         let mut waiting = Vec::new();
-        for range in ranges.iter().cloned() {
+        for range in ranges {
+            let range = range.clone();
             if let Some((at, byte)) = decoded.invalid_in(&range) {
                 let loc = source.loc(Span::new(at, at + 1));
                 let message = format!(
