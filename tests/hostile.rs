@@ -610,10 +610,6 @@ fn input_without_an_object_is_nothing_to_lint() {
             "blank lines, comments and markers",
             "\n# helm failed\n---\n\n---\n",
         ),
-        (
-            "documents that are no object",
-            "replicas: 3\n---\n- a\n- b\n--- just text\n",
-        ),
     ] {
         let path = dir.join("stdin");
         std::fs::write(&path, text).unwrap();
@@ -626,19 +622,32 @@ fn input_without_an_object_is_nothing_to_lint() {
         );
         assert!(run.stdout.is_empty(), "{name}");
     }
+    // Documents with content that are no object are read, and each is a finding at its start
+    // (kubectl and Argo CD refuse such a file): never a pass.
+    let path = dir.join("stdin");
+    std::fs::write(&path, "replicas: 3\n---\n- a\n- b\n---\njust text\n").unwrap();
+    let run = credlint_with(&["check", "--format", "json", "-"], stdin_from(&path), &[]);
+    sane("documents that are no object", &run, 1);
+    let lines: Vec<u64> = findings(&run)
+        .iter()
+        .filter(|f| f.3 == "not-an-object")
+        .map(|f| f.1)
+        .collect();
+    assert_eq!(lines, [1, 3, 6], "{:?}", findings(&run));
     // Files found in a folder are no better when none holds an object.
     std::fs::write(dir.join("values.yaml"), "replicas: 3\n").unwrap();
     std::fs::write(dir.join("package.json"), "{\"name\": \"x\"}\n").unwrap();
+    std::fs::remove_file(&path).unwrap();
     let display = dir.to_string_lossy().into_owned();
-    let run = credlint(&["check", &display]);
-    sane("a folder of files without an object", &run, 2);
-    assert!(run.stderr.contains("nothing to lint"), "{}", run.stderr);
-    // Beside the bundle the same files change nothing.
+    let run = credlint(&["check", "--format", "json", &display]);
+    sane("a folder of files without an object", &run, 1);
+    let rules: Vec<String> = findings(&run).into_iter().map(|f| f.3).collect();
+    assert_eq!(rules, ["not-an-object", "not-an-object"]);
+    // Beside the bundle the bundle's findings are all still there.
     std::fs::write(dir.join("bundle.yaml"), bundle()).unwrap();
     let run = credlint(&["check", "--format", "json", &display]);
     sane("files without an object beside a bundle", &run, 1);
     faults_kept("beside values", &run, &format!("{display}/bundle.yaml"), 0);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -1029,7 +1038,8 @@ fn one_role_rule_of_thousands_of_items_is_linear() {
     let list = |item: &str| vec![format!("\"{item}\""); n].join(",");
     let role = format!(
         "{{\"apiVersion\":\"rbac.authorization.k8s.io/v1\",\"kind\":\"Role\",\"metadata\":\
-         {{\"name\":\"big-credentials\",\"namespace\":\"shop\"}},\"rules\":[{{\"apiGroups\":[{}],\
+         {{\"name\":\"big-credentials\",\"namespace\":\"shop\",\"annotations\":\
+         {{\"argocd.argoproj.io/hook\":\"PreSync\"}}}},\"rules\":[{{\"apiGroups\":[{}],\
          \"resources\":[{}],\"verbs\":[{}],\"resourceNames\":[\"a\"]}}]}}",
         list(""),
         list("secrets"),
