@@ -590,7 +590,7 @@ fn credlint_with<S: AsRef<OsStr>>(args: &[S], stdin: Stdio, env: &[(&str, &str)]
 }
 
 /// A temporary folder holding the bundle as `bundle.yaml`, and the folder's display path.
-fn folder_with_bundle(name: &str) -> (PathBuf, String) {
+fn folder_with_bundle(name: &str) -> (common::TempDir, String) {
     let dir = temp_dir(name);
     std::fs::write(dir.join("bundle.yaml"), bundle()).unwrap();
     let display = dir.to_string_lossy().into_owned();
@@ -1114,7 +1114,7 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
         std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_credlint"))
             .args(["simulate", "--timeout", "60"])
-            .arg(&dir)
+            .arg(&*dir)
             .env("TMPDIR", &tmp)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -1154,5 +1154,56 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
         }
         assert!(!alive(), "{name}: the program {program} outlived credlint");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Runs `credlint simulate --format json` on a component bundle whose create.py is the correct
+/// program of fixtures/runtime with `prefix` run first.
+fn simulate_with_prefix(name: &str, prefix: &str) -> (Run, Vec<(String, String)>) {
+    let dir = temp_dir(name);
+    let script = format!(
+        "{prefix}\n{}",
+        std::fs::read_to_string(root().join("fixtures/runtime/create.py")).unwrap()
+    );
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+    std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+    let display = dir.to_string_lossy().into_owned();
+    let run = credlint(&["simulate", "--format", "json", "--timeout", "20", &display]);
+    let found = report(&run)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap_or_default().to_string(),
+                f["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    (run, found)
+}
+
+#[test]
+fn simulate_keeps_a_megabyte_of_a_flooded_stream_and_reports_it() {
+    if which("python3").is_err() {
+        eprintln!("SKIPPED python3 is not installed");
+        return;
+    }
+    // 16 MiB per run: far past the cap, and past any pipe buffer, so a reader that stopped
+    // draining would leave the program blocked until the timeout.
+    let (run, found) = simulate_with_prefix(
+        "flood",
+        "import sys as _s\n_s.stdout.write('x' * (16 << 20))\n_s.stdout.flush()",
+    );
+    sane("a program flooding its stdout", &run, 1);
+    assert!(!found.is_empty(), "{found:?}");
+    for (rule, message) in &found {
+        assert_eq!(rule, "runtime-failed", "{found:?}");
+        assert!(
+            message.contains(&format!("wrote {} bytes to its standard output", 16 << 20))
+                && message.contains("over the 1 MiB"),
+            "{message}"
+        );
     }
 }

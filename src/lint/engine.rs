@@ -630,8 +630,8 @@ impl Engine {
         let mut emit = Emit::new(self.catalog);
         let mut header_lines = Vec::new();
         let mut waiting = Vec::new();
-        for range in ranges.iter().cloned() {
-            if let Some((at, byte)) = decoded.invalid_in(&range) {
+        for range in ranges {
+            if let Some((at, byte)) = decoded.invalid_in(range) {
                 let loc = source.loc(Span::new(at, at + 1));
                 let message = format!(
                     "the document is not UTF-8 (byte 0x{byte:02X}); Kubernetes reads UTF-8 only"

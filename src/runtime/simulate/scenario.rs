@@ -573,6 +573,7 @@ impl<'a> Judge<'a> {
             self.judge_event(event, &mut ctx);
         }
         self.judge_leaks(run, outcome, &ctx.sent, seen_values);
+        self.judge_output_size(run, outcome);
         let tail = || stderr_summary(&redact(&outcome.stderr_tail, seen_values));
         match (outcome.exit, self.expect) {
             (Exit::TimedOut, _) => {
@@ -867,6 +868,21 @@ impl<'a> Judge<'a> {
         for (request, text) in sent {
             if index.found_in(text.as_bytes()) {
                 self.push(VALUE_LEAKED, run, Some(request), "a value of a Secret (as text, base64 or a long part of either) is sent outside Secret data (in the path, a label, an annotation or another object): values are written only to Secret data (ADR-072 point 7)".into());
+            }
+        }
+    }
+
+    /// A stream past the cap: a Job's log is no dump, and what was dropped went unchecked.
+    fn judge_output_size(&mut self, run: u8, outcome: &Outcome) {
+        let cap = super::child::OUTPUT_CAP as u64;
+        for (stream, len) in [
+            ("standard output", outcome.stdout_len),
+            ("standard error", outcome.stderr_len),
+        ] {
+            if len > cap {
+                self.push(FAILED, run, None, format!(
+                    "wrote {len} bytes to its {stream}, over the {} MiB that simulate keeps: the rest was read and dropped, unchecked for values; a credentials Job logs a few lines",
+                    cap / (1024 * 1024)));
             }
         }
     }
