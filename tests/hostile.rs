@@ -1207,3 +1207,43 @@ fn simulate_keeps_a_megabyte_of_a_flooded_stream_and_reports_it() {
         );
     }
 }
+
+#[test]
+fn simulate_reports_files_and_ports_beyond_the_run_folder_and_the_fake_api() {
+    if which("python3").is_err() {
+        eprintln!("SKIPPED python3 is not installed");
+        return;
+    }
+    let dir = temp_dir("escape-target");
+    let written = dir.join("written-outside");
+    let prefix = format!(
+        "import socket as _so\n\
+         open('/etc/passwd').read(64)\n\
+         open({written:?}, 'w').write('x')\n\
+         _c = _so.socket()\n\
+         try:\n    _c.connect(('127.0.0.1', 9))\nexcept OSError:\n    pass\n\
+         _c.close()",
+        written = written.to_string_lossy()
+    );
+    let (run, found) = simulate_with_prefix("escape", &prefix);
+    sane("a program reaching beyond its sandbox", &run, 1);
+    let escapes: Vec<&String> = found
+        .iter()
+        .filter(|(rule, _)| rule == "runtime-sandbox-escape")
+        .map(|(_, m)| m)
+        .collect();
+    let has = |needle: &str| escapes.iter().any(|m| m.contains(needle));
+    assert!(has("read /etc/passwd"), "{found:?}");
+    assert!(
+        has(&format!("wrote or changed {}", written.to_string_lossy())),
+        "{found:?}"
+    );
+    assert!(has("connected to 127.0.0.1:9,"), "{found:?}");
+    // Nothing else: the correct program after the prefix still passes every scenario.
+    assert!(
+        found
+            .iter()
+            .all(|(rule, _)| rule == "runtime-sandbox-escape"),
+        "{found:?}"
+    );
+}

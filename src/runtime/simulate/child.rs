@@ -172,6 +172,9 @@ pub struct Outcome {
     pub stderr_len: u64,
     /// What it wrote to `/dev/termination-log` (filled in by the caller).
     pub termination_message: String,
+    /// What it reached beyond its folder and the fake servers, `(kind, detail)` (filled in by
+    /// the caller from the audit hook's log).
+    pub access: Vec<(String, String)>,
 }
 
 /// How much of each output stream is kept (and so read by the leak check); the rest is read
@@ -450,6 +453,7 @@ pub fn run(
         stdout_len: stdout.len,
         stderr_len: stderr.len,
         termination_message: String::new(),
+        access: Vec::new(),
     })
 }
 

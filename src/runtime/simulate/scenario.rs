@@ -32,6 +32,7 @@ pub const VALUE_REWRITTEN: &str = "runtime-value-rewritten";
 pub const FOREIGN_WRITE: &str = "runtime-foreign-write";
 pub const ADOPTS_FOREIGN: &str = "runtime-adopts-foreign";
 pub const FAILED: &str = "runtime-failed";
+pub const SANDBOX_ESCAPE: &str = "runtime-sandbox-escape";
 pub const NEEDLESS_WRITE: &str = "runtime-needless-write";
 pub const RESTARTS_SERVER: &str = "runtime-restarts-server";
 pub const INCOMPLETE: &str = "runtime-incomplete";
@@ -574,6 +575,23 @@ impl<'a> Judge<'a> {
         }
         self.judge_leaks(run, outcome, &ctx.sent, seen_values);
         self.judge_output_size(run, outcome);
+        for (kind, detail) in &outcome.access {
+            let detail = redact(detail, seen_values);
+            let what = match kind.as_str() {
+                "write" => format!("wrote or changed {detail}, outside its run folder"),
+                "read" => {
+                    format!("read {detail}, outside its run folder and the interpreter's files")
+                }
+                "connect" => {
+                    format!("connected to {detail}, which is not the API server (or a server pod)")
+                }
+                "exec" => format!(
+                    "started a program or loaded a library ({detail}), whose file and network access simulate cannot see"
+                ),
+                _ => continue,
+            };
+            self.push(SANDBOX_ESCAPE, run, None, format!("{what}: a credentials Job talks to the API server and its servers, with a read-only root filesystem (ADR-072 points 5 and 6)"));
+        }
         let tail = || stderr_summary(&redact(&outcome.stderr_tail, seen_values));
         match (outcome.exit, self.expect) {
             (Exit::TimedOut, _) => {
