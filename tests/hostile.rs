@@ -1166,3 +1166,94 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Runs `credlint simulate --format json` on a component bundle whose create.py is the correct
+/// program of fixtures/runtime with `prefix` run first.
+fn simulate_with_prefix(name: &str, prefix: &str) -> (Run, Vec<(String, String)>) {
+    let dir = temp_dir(name);
+    let script = format!(
+        "{prefix}\n{}",
+        std::fs::read_to_string(root().join("fixtures/runtime/create.py")).unwrap()
+    );
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+    std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+    let display = dir.to_string_lossy().into_owned();
+    let run = credlint(&["simulate", "--format", "json", "--timeout", "20", &display]);
+    let found = report(&run)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap_or_default().to_string(),
+                f["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    (run, found)
+}
+
+#[test]
+fn simulate_keeps_a_megabyte_of_a_flooded_stream_and_reports_it() {
+    if which("python3").is_err() {
+        eprintln!("SKIPPED python3 is not installed");
+        return;
+    }
+    // 16 MiB per run: far past the cap, and past any pipe buffer, so a reader that stopped
+    // draining would leave the program blocked until the timeout.
+    let (run, found) = simulate_with_prefix(
+        "flood",
+        "import sys as _s\n_s.stdout.write('x' * (16 << 20))\n_s.stdout.flush()",
+    );
+    sane("a program flooding its stdout", &run, 1);
+    assert!(!found.is_empty(), "{found:?}");
+    for (rule, message) in &found {
+        assert_eq!(rule, "runtime-failed", "{found:?}");
+        assert!(
+            message.contains(&format!("wrote {} bytes to its standard output", 16 << 20))
+                && message.contains("over the 1 MiB"),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn simulate_reports_files_and_ports_beyond_the_run_folder_and_the_fake_api() {
+    if which("python3").is_err() {
+        eprintln!("SKIPPED python3 is not installed");
+        return;
+    }
+    let dir = temp_dir("escape-target");
+    let written = dir.join("written-outside");
+    let prefix = format!(
+        "import socket as _so\n\
+         open('/etc/passwd').read(64)\n\
+         open({written:?}, 'w').write('x')\n\
+         _c = _so.socket()\n\
+         try:\n    _c.connect(('127.0.0.1', 9))\nexcept OSError:\n    pass\n\
+         _c.close()",
+        written = written.to_string_lossy()
+    );
+    let (run, found) = simulate_with_prefix("escape", &prefix);
+    sane("a program reaching beyond its sandbox", &run, 1);
+    let escapes: Vec<&String> = found
+        .iter()
+        .filter(|(rule, _)| rule == "runtime-sandbox-escape")
+        .map(|(_, m)| m)
+        .collect();
+    let has = |needle: &str| escapes.iter().any(|m| m.contains(needle));
+    assert!(has("read /etc/passwd"), "{found:?}");
+    assert!(
+        has(&format!("wrote or changed {}", written.to_string_lossy())),
+        "{found:?}"
+    );
+    assert!(has("connected to 127.0.0.1:9,"), "{found:?}");
+    // Nothing else: the correct program after the prefix still passes every scenario.
+    assert!(
+        found
+            .iter()
+            .all(|(rule, _)| rule == "runtime-sandbox-escape"),
+        "{found:?}"
+    );
+}

@@ -9,7 +9,7 @@
 //! killed and reaped, round after round until none is left.
 
 use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -164,15 +164,85 @@ pub struct Outcome {
     pub exit: Exit,
     /// The end of what the program wrote to stderr (not yet scrubbed of values).
     pub stderr_tail: String,
-    /// The start of its stdout and stderr ([`SCANNED_OUTPUT`] bytes each), for the leak check.
+    /// The start of its stdout and stderr ([`OUTPUT_CAP`] bytes each), for the leak check.
     pub stdout: String,
     pub stderr: String,
+    /// How many bytes it wrote to each, kept or dropped.
+    pub stdout_len: u64,
+    pub stderr_len: u64,
     /// What it wrote to `/dev/termination-log` (filled in by the caller).
     pub termination_message: String,
+    /// What it reached beyond its folder and the fake servers, `(kind, detail)` (filled in by
+    /// the caller from the audit hook's log).
+    pub access: Vec<(String, String)>,
 }
 
-/// How much of each output stream the leak check reads.
-pub const SCANNED_OUTPUT: u64 = 4 * 1024 * 1024;
+/// How much of each output stream is kept (and so read by the leak check); the rest is read
+/// and dropped, so the program never blocks on a full pipe, and the run is reported.
+pub const OUTPUT_CAP: usize = 1024 * 1024;
+
+/// How much of the end of stderr is kept for the failure message.
+const TAIL: usize = 4096;
+
+/// What one output stream held.
+#[derive(Default)]
+struct Captured {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    len: u64,
+}
+
+/// Reads a pipe until its end, keeping the first [`OUTPUT_CAP`] and the last [`TAIL`] bytes.
+/// Once `stop` is set (every process of the run is killed) it reads only what is buffered, so
+/// a writer that somehow survived cannot hold the run open.
+fn capture(
+    mut pipe: impl Read + std::os::fd::AsRawFd,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Captured {
+    let mut out = Captured::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    // Reads after the stop: bounded, in case a survivor keeps writing.
+    let mut after_stop = 0;
+    loop {
+        let stopping = stop.load(std::sync::atomic::Ordering::SeqCst);
+        if stopping {
+            after_stop += 1;
+            if after_stop > 64 {
+                return out;
+            }
+        }
+        let mut fd = libc::pollfd {
+            fd: pipe.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll(2) reads and writes the one pollfd, which lives for the call.
+        let ready = unsafe { libc::poll(&mut fd, 1, if stopping { 0 } else { 50 }) };
+        if ready < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        if ready <= 0 {
+            if stopping || ready < 0 {
+                return out;
+            }
+            continue;
+        }
+        match pipe.read(&mut buf) {
+            Ok(0) => return out,
+            Ok(n) => {
+                let bytes = &buf[..n];
+                out.len += n as u64;
+                let room = OUTPUT_CAP.saturating_sub(out.head.len());
+                out.head.extend_from_slice(&bytes[..room.min(n)]);
+                out.tail.extend(&bytes[n.saturating_sub(TAIL)..]);
+                let extra = out.tail.len().saturating_sub(TAIL);
+                out.tail.drain(..extra);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return out,
+        }
+    }
+}
 
 /// The first `max` bytes of a file, as text.
 pub fn head(path: &Path, max: u64) -> String {
@@ -263,16 +333,18 @@ impl Drop for Guard {
     }
 }
 
-/// The last `max` bytes of a file, as text.
-fn tail(path: &Path, max: u64) -> String {
-    let Ok(mut file) = File::open(path) else {
-        return String::new();
-    };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let _ = file.seek(SeekFrom::Start(len.saturating_sub(max)));
-    let mut bytes = Vec::new();
-    let _ = file.take(max).read_to_end(&mut bytes);
-    String::from_utf8_lossy(&bytes).into_owned()
+/// Starts [`capture`] on a thread of its own.
+fn start_capture<P: Read + std::os::fd::AsRawFd + Send + 'static>(
+    pipe: Option<P>,
+    name: &str,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<thread::JoinHandle<Captured>, RunError> {
+    let stop = std::sync::Arc::clone(stop);
+    let pipe = pipe.ok_or_else(|| RunError::Files(io::Error::other("no pipe to the program")))?;
+    thread::Builder::new()
+        .name(format!("credlint-{name}"))
+        .spawn(move || capture(pipe, stop))
+        .map_err(RunError::Files)
 }
 
 /// None: a timeout too large to add to the clock, i.e. no deadline.
@@ -336,9 +408,6 @@ pub fn run(
     env: &[(String, String)],
     timeout: Duration,
 ) -> Result<Outcome, RunError> {
-    let stderr_path = dir.join("stderr");
-    let stdout = File::create(dir.join("stdout")).map_err(RunError::Files)?;
-    let stderr = File::create(&stderr_path).map_err(RunError::Files)?;
     let mut command = Command::new(python);
     command
         .arg(dir.join("create.py"))
@@ -347,11 +416,14 @@ pub fn run(
         .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(dir.join("work"))
         .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .process_group(0);
     become_subreaper();
     let mut guard = Guard::start(&mut command)?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stdout_reader = start_capture(guard.child.stdout.take(), "stdout", &stop)?;
+    let stderr_reader = start_capture(guard.child.stderr.take(), "stderr", &stop)?;
     let deadline = deadline_after(timeout);
     let exit = loop {
         if guard.exited() {
@@ -369,17 +441,19 @@ pub fn run(
         thread::sleep(Duration::from_millis(3));
     };
     drop(guard);
-    let stderr_tail = tail(&stderr_path, 4096);
-    let stdout = head(&dir.join("stdout"), SCANNED_OUTPUT);
-    let stderr = head(&stderr_path, SCANNED_OUTPUT);
-    let _ = fs::remove_file(dir.join("stdout"));
-    let _ = fs::remove_file(&stderr_path);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let stdout = stdout_reader.join().unwrap_or_default();
+    let stderr = stderr_reader.join().unwrap_or_default();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     Ok(Outcome {
         exit,
-        stderr_tail,
-        stdout,
-        stderr,
+        stderr_tail: text(&stderr.tail.iter().copied().collect::<Vec<u8>>()),
+        stdout: text(&stdout.head),
+        stderr: text(&stderr.head),
+        stdout_len: stdout.len,
+        stderr_len: stderr.len,
         termination_message: String::new(),
+        access: Vec::new(),
     })
 }
 

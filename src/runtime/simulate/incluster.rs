@@ -273,14 +273,112 @@ if _ssl is not None:
 
     _ssl.SSLContext.load_verify_locations = _verify_locations
     _ssl.SSLContext.load_cert_chain = _cert_chain
+
+# What the program reaches beyond its run folder and the fake servers, reported (not stopped)
+# through an audit hook: credlint reads the log after the run. Python-level calls only: a
+# subprocess or ctypes call is itself logged, but not what it then does.
+import sys as _sys
+
+_RUN = _os.path.realpath(__RUN__)
+_PORTS = __PORTS__
+_LOOPBACK = ("127.0.0.1", "localhost", "::1", "kubernetes.default.svc", "kubernetes.default", "kubernetes")
+# Reads that any interpreter makes: its own modules, CA certificates, time zones, devices.
+_READABLE = tuple(
+    _os.path.realpath(p)
+    for p in list(_sys.path) + [_sys.prefix, _sys.base_prefix, _sys.exec_prefix, _sys.base_exec_prefix]
+    if isinstance(p, str) and p.startswith("/") and p != "/"
+) + (
+    "/etc/ssl", "/usr/lib/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates",
+    "/usr/local/share/ca-certificates", "/etc/localtime", "/usr/share/zoneinfo", "/etc/mime.types",
+    "/dev/null", "/dev/urandom", "/dev/random",
+)
+_WRITABLE = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2")
+_WRITE_FLAGS = _os.O_WRONLY | _os.O_RDWR | _os.O_CREAT | _os.O_APPEND | _os.O_TRUNC
+_log_fd = _os.open(__LOG__, _os.O_WRONLY | _os.O_APPEND | _os.O_CREAT, 0o600)
+_logged = set()
+_busy = [False]
+
+
+def _under(path, roots):
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _resolve(path):
+    if isinstance(path, bytes):
+        path = _os.fsdecode(path)
+    if not isinstance(path, str):
+        return None  # a file descriptor: opened earlier, judged then
+    return _os.path.realpath(_os.path.join(_os.getcwd(), path))
+
+
+def _record(kind, detail):
+    entry = kind + "\t" + detail.replace("\n", " ").replace("\t", " ")[:300]
+    if entry in _logged or len(_logged) >= 50:
+        return
+    _logged.add(entry)
+    try:
+        _os.write(_log_fd, (entry + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _judge_path(path, writes):
+    full = _resolve(path)
+    if full is None or _under(full, (_RUN,)):
+        return
+    if writes and not _under(full, _WRITABLE):
+        _record("write", full)
+    elif not writes and not _under(full, _READABLE):
+        _record("read", full)
+
+
+def _audit(event, args):
+    if _busy[0]:
+        return
+    _busy[0] = True
+    try:
+        if event == "open":
+            path, mode, flags = (tuple(args) + (None, None, None))[:3]
+            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS != 0
+            )
+            _judge_path(path, writes)
+        elif event in ("os.remove", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown", "os.utime"):
+            _judge_path(args[0], True)
+        elif event in ("os.rename", "os.link", "os.symlink"):
+            _judge_path(args[1], True)
+            _judge_path(args[0], event == "os.rename")
+        elif event in ("os.listdir", "os.scandir") and args and args[0] is not None:
+            _judge_path(args[0], False)
+        elif event in ("socket.connect", "socket.sendto"):
+            address = args[1]
+            if isinstance(address, tuple) and len(address) >= 2:
+                host, port = address[0], address[1]
+                if not (host in _LOOPBACK and port in _PORTS):
+                    _record("connect", "%s:%s" % (host, port))
+            else:
+                _record("connect", repr(address))
+        elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"):
+            _record("exec", repr(args[0]))
+        elif event == "ctypes.dlopen" and args and args[0] is not None:
+            _record("exec", "ctypes " + repr(args[0]))
+    except Exception:
+        pass
+    finally:
+        _busy[0] = False
+
+
+_sys.addaudithook(_audit)
 "#;
 
-/// Writes the service-account files and the hook into `dir`.
+/// Writes the service-account files and the hook into `dir`; `ports` are those of the fake
+/// servers on loopback, which the program may connect to.
 pub fn write_environment(
     dir: &RunDir,
     token: &str,
     ca_pem: &str,
     namespace: &str,
+    ports: &[u16],
 ) -> io::Result<()> {
     let sa = dir.join("serviceaccount");
     fs::write(sa.join("token"), token)?;
@@ -300,7 +398,16 @@ pub fn write_environment(
     let hook = HOOK
         .replace("__TARGET__", &literal(target))
         .replace("__PREFIXES__", &prefixes)
-        .replace("__FILES__", &files);
+        .replace("__FILES__", &files)
+        .replace("__RUN__", &literal(&dir.path.to_string_lossy()))
+        .replace("__LOG__", &literal(&dir.join(ACCESS_LOG).to_string_lossy()))
+        .replace(
+            "__PORTS__",
+            &format!(
+                "frozenset(({}))",
+                ports.iter().map(|p| format!("{p},")).collect::<String>()
+            ),
+        );
     fs::write(dir.join("site").join("sitecustomize.py"), hook)
 }
 
@@ -315,6 +422,21 @@ pub fn take_termination_message(dir: &RunDir) -> String {
     let text = super::child::head(&path, 64 * 1024);
     let _ = fs::remove_file(&path);
     text
+}
+
+/// The run-folder file the audit hook logs to: one `kind<TAB>detail` line per access.
+const ACCESS_LOG: &str = "access-log";
+
+/// What the run reached beyond its folder and the fake servers, `(kind, detail)`, as the hook
+/// logged it (the first 64 KiB), removed for the next run.
+pub fn take_access_log(dir: &RunDir) -> Vec<(String, String)> {
+    let path = dir.join(ACCESS_LOG);
+    let text = super::child::head(&path, 64 * 1024);
+    let _ = fs::remove_file(&path);
+    text.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(k, d)| (k.to_string(), d.to_string()))
+        .collect()
 }
 
 /// Writes the program and its plan exactly as the ConfigMap holds them.

@@ -83,7 +83,10 @@
 //! password, is not running, answered unclearly, or was already deleted in this run) and
 //! `runtime-incomplete` (the exit is as expected but the end state is not, or exit 0 where the
 //! program must stop or exit 2). In d every write request is `runtime-adopts-foreign`. A run
-//! that times out is `runtime-failed`, and its scenario's second run is skipped. A request the
+//! that times out, or writes more than `child::OUTPUT_CAP` to an output stream, is
+//! `runtime-failed` (a timeout skips its scenario's second run). What the `sitecustomize` audit
+//! hook logs beyond the run folder and the fake servers (files, other addresses, subprocesses)
+//! is `runtime-sandbox-escape`. A request the
 //! Role denies yields only `runtime-unauthorized-request`; the other rules judge what the program
 //! did with the rights it has. Values are kept as SHA-256 hashes and scrubbed from the stderr
 //! that `runtime-failed` quotes; nothing prints a value.
@@ -175,7 +178,7 @@ pub struct SimFinding {
 }
 
 /// The rule ids `simulate` reports.
-pub const RULES: [&str; 12] = [
+pub const RULES: [&str; 13] = [
     scenario::UNAUTHORIZED,
     scenario::VALUE_REWRITTEN,
     scenario::FOREIGN_WRITE,
@@ -188,6 +191,7 @@ pub const RULES: [&str; 12] = [
     scenario::UNGUARDED_PATCH,
     scenario::VALUE_LEAKED,
     scenario::PREDICTABLE,
+    scenario::SANDBOX_ESCAPE,
 ];
 
 /// The scenario ids, in the order they run (f, g and h only for a cache or broker with pods).
@@ -249,7 +253,6 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
     let pki = incluster::make_pki().map_err(SimError::Certificates)?;
     let token = incluster::random_token(48).map_err(temp_err)?;
     let dir = RunDir::create().map_err(temp_err)?;
-    incluster::write_environment(&dir, &token, &pki.ca_pem, &bundle.namespace).map_err(temp_err)?;
 
     let ctx = Arc::new(ApiContext {
         tls: pki.tls,
@@ -290,6 +293,11 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
         probes.push(service);
     }
 
+    let ports: Vec<u16> = std::iter::once(api.port())
+        .chain(probes.iter().map(|p| p.port()))
+        .collect();
+    incluster::write_environment(&dir, &ctx.token, &pki.ca_pem, &bundle.namespace, &ports)
+        .map_err(temp_err)?;
     let env = incluster::child_env(&dir, api.port());
     let run_error = |e: child::RunError| match e {
         child::RunError::Spawn(e) => SimError::PythonMissing {
@@ -326,6 +334,7 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
             incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
             let mut outcome = child::run(&python, &dir, &env, opts.timeout).map_err(run_error)?;
             outcome.termination_message = incluster::take_termination_message(&dir);
+            outcome.access = incluster::take_access_log(&dir);
             let mut cluster = lock(&ctx.cluster);
             // The program is done; the controllers finish what its requests started.
             cluster.quiesce();

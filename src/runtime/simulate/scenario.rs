@@ -32,6 +32,7 @@ pub const VALUE_REWRITTEN: &str = "runtime-value-rewritten";
 pub const FOREIGN_WRITE: &str = "runtime-foreign-write";
 pub const ADOPTS_FOREIGN: &str = "runtime-adopts-foreign";
 pub const FAILED: &str = "runtime-failed";
+pub const SANDBOX_ESCAPE: &str = "runtime-sandbox-escape";
 pub const NEEDLESS_WRITE: &str = "runtime-needless-write";
 pub const RESTARTS_SERVER: &str = "runtime-restarts-server";
 pub const INCOMPLETE: &str = "runtime-incomplete";
@@ -573,6 +574,24 @@ impl<'a> Judge<'a> {
             self.judge_event(event, &mut ctx);
         }
         self.judge_leaks(run, outcome, &ctx.sent, seen_values);
+        self.judge_output_size(run, outcome);
+        for (kind, detail) in &outcome.access {
+            let detail = redact(detail, seen_values);
+            let what = match kind.as_str() {
+                "write" => format!("wrote or changed {detail}, outside its run folder"),
+                "read" => {
+                    format!("read {detail}, outside its run folder and the interpreter's files")
+                }
+                "connect" => {
+                    format!("connected to {detail}, which is not the API server (or a server pod)")
+                }
+                "exec" => format!(
+                    "started a program or loaded a library ({detail}), whose file and network access simulate cannot see"
+                ),
+                _ => continue,
+            };
+            self.push(SANDBOX_ESCAPE, run, None, format!("{what}: a credentials Job talks to the API server and its servers, with a read-only root filesystem (ADR-072 points 5 and 6)"));
+        }
         let tail = || stderr_summary(&redact(&outcome.stderr_tail, seen_values));
         match (outcome.exit, self.expect) {
             (Exit::TimedOut, _) => {
@@ -867,6 +886,21 @@ impl<'a> Judge<'a> {
         for (request, text) in sent {
             if index.found_in(text.as_bytes()) {
                 self.push(VALUE_LEAKED, run, Some(request), "a value of a Secret (as text, base64 or a long part of either) is sent outside Secret data (in the path, a label, an annotation or another object): values are written only to Secret data (ADR-072 point 7)".into());
+            }
+        }
+    }
+
+    /// A stream past the cap: a Job's log is no dump, and what was dropped went unchecked.
+    fn judge_output_size(&mut self, run: u8, outcome: &Outcome) {
+        let cap = super::child::OUTPUT_CAP as u64;
+        for (stream, len) in [
+            ("standard output", outcome.stdout_len),
+            ("standard error", outcome.stderr_len),
+        ] {
+            if len > cap {
+                self.push(FAILED, run, None, format!(
+                    "wrote {len} bytes to its {stream}, over the {} MiB that simulate keeps: the rest was read and dropped, unchecked for values; a credentials Job logs a few lines",
+                    cap / (1024 * 1024)));
             }
         }
     }

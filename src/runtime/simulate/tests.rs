@@ -639,6 +639,30 @@ fn broken_seeded_random() {
 }
 
 #[test]
+fn broken_floods_output() {
+    let findings = assert_caught("floods-output.py");
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.message.contains("over the 1 MiB") && f.message.contains("standard output")),
+        "{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn broken_connects_elsewhere() {
+    let findings = assert_caught("connects-elsewhere.py");
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.message.contains("connected to 127.0.0.1:9,")),
+        "{}",
+        describe(&findings)
+    );
+}
+
+#[test]
 fn every_broken_variant_is_tested_and_differs_from_the_reference_in_few_lines() {
     let reference: Vec<String> = fixture("create.py")
         .lines()
@@ -826,7 +850,7 @@ fn a_hanging_program_is_killed_in_time_and_leaves_nothing_behind() {
 /// Runs a Python check inside the in-cluster environment, optionally as `nobody`.
 fn run_in_cluster_env(check: &str, as_nobody: bool) -> (child::Exit, String) {
     let dir = incluster::RunDir::create().unwrap();
-    incluster::write_environment(&dir, "the-token", "not really a CA\n", NS).unwrap();
+    incluster::write_environment(&dir, "the-token", "not really a CA\n", NS, &[]).unwrap();
     incluster::write_program(&dir, check, "{}").unwrap();
     let scratch = Scratch::new(if as_nobody { "nobody" } else { "hook" });
     let python = if as_nobody {
