@@ -1,8 +1,8 @@
 //! Nothing lost, nothing half-written: every command leaves its inputs as they were (bytes,
 //! modification times, no file added); `check` writes the same bytes whatever the thread
 //! count; `policies --out` replaces each file atomically (a new file renamed over the old),
-//! leaves what it did not generate alone, and a run stopped by an error half-way leaves every
-//! file either as it was or as generated, never cut short.
+//! leaves what it did not generate alone (refusing, before it writes anything, to replace such a
+//! file), and a run stopped by an error leaves every file either as it was or as generated.
 
 mod common;
 
@@ -208,8 +208,7 @@ fn policies_out_replaces_atomically_and_an_error_leaves_nothing_half_written() {
     };
     assert_eq!(run(&dir).status.code(), Some(0));
     let generated = snapshot(&out);
-    // A stale generated file is replaced by a new file renamed over it, not rewritten in
-    // place: a reader sees the old text or the new, never a mix.
+    // A generated file made stale by hand.
     let stale = out.join("job-ttl/job-ttl.yaml");
     let text = std::fs::read_to_string(&stale).unwrap();
     std::fs::write(
@@ -218,7 +217,9 @@ fn policies_out_replaces_atomically_and_an_error_leaves_nothing_half_written() {
     )
     .unwrap();
     let before = inode(&stale);
-    // A foreign file, and one a later step cannot write (a folder where a file goes).
+    let edited = std::fs::read_to_string(&stale).unwrap();
+    // A foreign file, and a folder where a generated file goes: credlint refuses to replace
+    // what it did not generate, and says so before it writes anything.
     let foreign = out.join("team/guardrails.yaml");
     std::fs::create_dir_all(foreign.parent().unwrap()).unwrap();
     std::fs::write(&foreign, "apiVersion: v1\nkind: ConfigMap\n").unwrap();
@@ -236,20 +237,18 @@ fn policies_out_replaces_atomically_and_an_error_leaves_nothing_half_written() {
     assert!(String::from_utf8_lossy(&failed.stderr).contains("role-wildcard.yaml"));
     assert_eq!(
         std::fs::read_to_string(&stale).unwrap(),
-        text,
-        "the stale file is current again"
+        edited,
+        "a refused run writes nothing, not even the files it could"
     );
-    assert_ne!(
-        inode(&stale),
-        before,
-        "replaced by a rename, not rewritten in place"
-    );
+    assert_eq!(inode(&stale), before, "the stale file was not touched");
     // Every file is whole: as generated, or as the test left it; no temporary file remains.
     for (path, (bytes, _)) in snapshot(&out) {
         let name = path.to_string_lossy();
         assert!(!name.contains(".tmp"), "left behind: {name}");
         if path == foreign {
             assert_eq!(bytes, b"apiVersion: v1\nkind: ConfigMap\n");
+        } else if path == stale {
+            assert_eq!(bytes, edited.as_bytes());
         } else {
             assert_eq!(
                 Some(&bytes),
@@ -262,6 +261,14 @@ fn policies_out_replaces_atomically_and_an_error_leaves_nothing_half_written() {
     std::fs::remove_dir_all(&blocked).unwrap();
     assert_eq!(run(&dir).status.code(), Some(0));
     assert!(foreign.is_file());
+    // A stale generated file is replaced by a new file renamed over it, not rewritten in
+    // place: a reader sees the old text or the new, never a mix.
+    assert_eq!(std::fs::read_to_string(&stale).unwrap(), text);
+    assert_ne!(
+        inode(&stale),
+        before,
+        "replaced by a rename, not rewritten in place"
+    );
     let now = snapshot(&out);
     for (path, (bytes, _)) in &generated {
         assert_eq!(
