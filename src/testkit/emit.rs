@@ -33,7 +33,7 @@ pub enum Script {
 const PRAGMAS: &[&str] = &[
     "  # pragma: allowlist secret",
     " #pragma:allowlist-secret",
-    "\t# pragma: whitelist secret",
+    " # pragma: whitelist secret",
 ];
 
 #[derive(Clone, Debug)]

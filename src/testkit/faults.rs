@@ -36,10 +36,40 @@ const fn family(rule: &'static str) -> Family {
 }
 
 /// Rules no mutation of a bundle can produce, and why.
-pub const UNREACHABLE: &[(&str, &str)] = &[(
-    "policy-unsupported",
-    "it is about a Kyverno policy file given with `check --policy`, not about a manifest",
-)];
+pub const UNREACHABLE: &[(&str, &str)] = &[
+    (
+        "policy-unsupported",
+        "it is about a Kyverno policy file given with `check --policy`, not about a manifest",
+    ),
+    // Runtime rules added with the External Secrets controller and the sandbox report: each is
+    // proven by a broken program in fixtures/runtime/broken/ (simulate's tests), not yet by a
+    // generated mutant.
+    (
+        "runtime-adoption-order",
+        "no mutant yet: fixtures/runtime/broken/writes-before-adopting.py and \
+         deletes-generators-first.py",
+    ),
+    (
+        "runtime-predictable-value",
+        "no mutant yet: fixtures/runtime/broken/hex-value.py",
+    ),
+    (
+        "runtime-sandbox-escape",
+        "no mutant yet: fixtures/runtime/broken/connects-elsewhere.py",
+    ),
+    (
+        "runtime-unguarded-patch",
+        "no mutant yet: fixtures/runtime/broken/patch-without-test.py and writes-twice.py",
+    ),
+    (
+        "runtime-value-leaked",
+        "no mutant yet: fixtures/runtime/broken/prints-value.py",
+    ),
+    (
+        "runtime-weak-random",
+        "no mutant yet: fixtures/runtime/broken/seeded-random.py",
+    ),
+];
 
 pub const FAMILIES: &[Family] = &[
     Family {

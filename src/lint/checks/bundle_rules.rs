@@ -42,6 +42,10 @@ fn naming(bundle: &Bundle, id: &str, emit: &mut Emit) {
     let job_head = format!("{}{SUFFIX}-", owner_prefix(owner));
     // A second member of a kind is `bundle-duplicate`'s finding.
     for member in bundle.members.values().filter_map(|list| list.first()) {
+        if member.kind == MemberKind::Job && member.name.is_empty() {
+            // No `metadata.name` (a `generateName`): `job-name-hash` says which name to take.
+            continue;
+        }
         let (fits, expected) = match member.kind {
             // The owner's cut and the hash are `job-name-hash`'s to judge.
             MemberKind::Job => (has_job_shape(&member.name), format!("`{job_head}<h8>`")),
@@ -410,7 +414,7 @@ fn job_name(bundle: &Bundle, job: &Member, id: &str, emit: &mut Emit) {
     let expected = expected_job_name(&bundle.owner, &job_hash(state, image));
     // A name of another shape is `bundle-naming`'s finding; the hash is judged in names that
     // have the shape.
-    if facts.name != expected && has_job_shape(&facts.name) {
+    if facts.name != expected && (facts.name.is_empty() || has_job_shape(&facts.name)) {
         let cm = bundle.first(MemberKind::ConfigMap).map(|m| m.loc);
         let message = if facts.name.is_empty() {
             // A hook Job with `generateName` only: the API server adds a random suffix, so the
