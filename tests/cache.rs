@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use credlint::testkit::{self, Rng};
+use credlint::testkit;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -107,24 +107,7 @@ fn every_fixture_reads_the_same_from_the_cache() {
 
 /// A tree of generated bundles, valid and broken, one file per object of some.
 fn generated(dir: &Path, seed: u64, cases: usize) {
-    let mut c = Rng::new(seed);
-    for i in 0..cases {
-        let case = if i % 3 == 0 {
-            testkit::valid(&mut c)
-        } else {
-            let family = &testkit::FAMILIES[i % testkit::FAMILIES.len()];
-            if family.simulate {
-                testkit::valid(&mut c)
-            } else {
-                testkit::mutant(&mut c, family)
-            }
-        };
-        for (path, text) in &case.files {
-            let target = dir.join(format!("case{i:02}")).join(path);
-            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-            std::fs::write(target, text).unwrap();
-        }
-    }
+    testkit::write_tree(dir, seed, cases, 3);
 }
 
 /// The generated files, sorted.

@@ -6,7 +6,7 @@
 
 mod common;
 
-use credlint::testkit::{self, Rng};
+use credlint::testkit;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -133,24 +133,7 @@ fn no_command_writes_to_its_inputs() {
 fn check_writes_the_same_bytes_whatever_the_thread_count() {
     // The fixtures, and generated bundles spread over many files.
     let dir = temp_dir("threads");
-    let mut c = Rng::new(7);
-    for i in 0..24 {
-        let case = if i % 2 == 0 {
-            testkit::valid(&mut c)
-        } else {
-            let family = &testkit::FAMILIES[i % testkit::FAMILIES.len()];
-            if family.simulate {
-                testkit::valid(&mut c)
-            } else {
-                testkit::mutant(&mut c, family)
-            }
-        };
-        for (path, text) in &case.files {
-            let target = dir.join(format!("case{i:02}")).join(path);
-            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-            std::fs::write(target, text).unwrap();
-        }
-    }
+    testkit::write_tree(&dir, 7, 24, 2);
     let generated = dir.to_string_lossy().into_owned();
     for paths in [vec!["fixtures"], vec![generated.as_str()]] {
         for format in ["json", "text"] {

@@ -381,7 +381,6 @@ impl Writer {
             image,
             automount,
             fs_group,
-            runs_program,
         } = j;
         self.str(name);
         self.at(pod_loc);
@@ -445,7 +444,6 @@ impl Writer {
         });
         self.automount(automount);
         self.u8(u8::from(*fs_group));
-        self.u8(u8::from(*runs_program));
     }
 }
 
@@ -747,7 +745,6 @@ impl<'b> Reader<'b> {
             image: self.opt(|r| Some((r.string()?, r.at()?)))?,
             automount: self.automount()?,
             fs_group: self.flag()?,
-            runs_program: self.flag()?,
         })
     }
 }

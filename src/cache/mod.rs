@@ -97,11 +97,10 @@ impl Cache {
 }
 
 impl Memo for Cache {
-    fn key(&self, name: &str, bytes: &[u8]) -> MemoKey {
+    fn key(&self, yaml_name: bool, bytes: &[u8]) -> MemoKey {
         let mut state = Sha256::new();
         state.update(self.fingerprint);
-        state.update((name.len() as u64).to_le_bytes());
-        state.update(name.as_bytes());
+        state.update([u8::from(yaml_name)]);
         state.update(bytes);
         MemoKey(state.finalize().into())
     }

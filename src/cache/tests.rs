@@ -85,7 +85,7 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
     );
     let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
     let out = engine.lint_bytes(0, "a.yaml", &text);
-    let key = cache.key("a.yaml", &text);
+    let key = cache.key(true, &text);
     assert!(cache.recall(&key, 0).is_none(), "empty cache");
     cache.remember(&key, 0, &out);
     let path = cache.path(&key.0);
@@ -95,7 +95,7 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
         shown(engine.lint_bytes(2, "a.yaml", &text))
     );
     // Another key's entry under this key's name, a flipped byte anywhere, a cut, garbage.
-    let other_key = cache.key("a.yaml", b"other bytes");
+    let other_key = cache.key(true, b"other bytes");
     cache.remember(&other_key, 0, &out);
     let foreign = std::fs::read(cache.path(&other_key.0)).unwrap();
     let mut damaged = vec![foreign, Vec::new(), b"not an entry".to_vec()];
@@ -115,11 +115,11 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
         ..Options::default()
     };
     let other = Cache::open(&dir, &options).unwrap();
-    assert_ne!(other.key("a.yaml", &text).0, key.0);
+    assert_ne!(other.key(true, &text).0, key.0);
     assert_eq!(
         Cache::open(&dir, &Options::default())
             .unwrap()
-            .key("a.yaml", &text)
+            .key(true, &text)
             .0,
         key.0
     );

@@ -146,9 +146,10 @@ pub struct MemoKey(pub [u8; 32]);
 /// Results of earlier runs, looked up by a file's bytes (`check`'s cache). The engine only asks
 /// and tells; where results are kept, and what else the key holds, is the memo's business.
 pub trait Memo: Sync {
-    /// The key of a file shown as `name` with these bytes (verdicts depend on the name's
-    /// ending, so the name is part of it).
-    fn key(&self, name: &str, bytes: &[u8]) -> MemoKey;
+    /// The key of a file with these bytes, read as YAML by detect-secrets or not
+    /// ([`crate::load::source::yaml_name`]: the only fact of its name verdicts depend on, so a
+    /// renamed or copied file finds its entry).
+    fn key(&self, yaml_name: bool, bytes: &[u8]) -> MemoKey;
     /// The result filed under `key`, its places moved to file number `file`.
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut>;
     /// Files the result of linting file number `file`.
@@ -389,22 +390,21 @@ impl Engine {
         let mut next_input = 0;
         let lint_file = |id: usize| -> Result<FileOut, String> {
             let started = std::time::Instant::now();
+            let name = &inputs[id].display;
             let bytes = input::read(&inputs[id])?;
-            let Some(memo) = memo else {
-                let read = started.elapsed();
-                let mut out = self.lint_bytes(id, &inputs[id].display, &bytes);
-                out.timings.read += read;
-                return Ok(out);
-            };
             // Looking a file up is counted as reading it.
-            let key = memo.key(&inputs[id].display, &bytes);
-            if let Some(mut out) = memo.recall(&key, id) {
+            let key = memo.map(|m| m.key(crate::load::source::yaml_name(name), &bytes));
+            if let (Some(memo), Some(key)) = (memo, &key)
+                && let Some(mut out) = memo.recall(key, id)
+            {
                 out.timings.read += started.elapsed();
                 return Ok(out);
             }
             let read = started.elapsed();
-            let mut out = self.lint_bytes(id, &inputs[id].display, &bytes);
-            memo.remember(&key, id, &out);
+            let mut out = self.lint_bytes(id, name, &bytes);
+            if let (Some(memo), Some(key)) = (memo, &key) {
+                memo.remember(key, id, &out);
+            }
             out.timings.read += read;
             Ok(out)
         };
@@ -764,8 +764,9 @@ impl Engine {
         let held = !marked && kind.is_some_and(|k| members::candidate(obj, k));
         let member_kind = kind.filter(|_| marked || held);
         let reference = obj.reference();
-        let owner = member_kind.and_then(|kind| match members::owner(obj, kind) {
-            Owner::Known(o) | Owner::Prefix(o) => Some(o),
+        let member_owner = member_kind.map(|kind| members::owner(obj, kind));
+        let owner = member_owner.as_ref().and_then(|o| match o {
+            Owner::Known(o) | Owner::Prefix(o) => Some(o.clone()),
             Owner::Linked => None,
         });
         let bundle_name = owner.as_deref().map(|o| bundle_id(obj.namespace, o));
@@ -858,7 +859,8 @@ impl Engine {
             }
             _ => {}
         }
-        let mut member = members::member(obj, kind, source, plan, self.options.keep);
+        let owner = member_owner.unwrap_or(Owner::Linked);
+        let mut member = members::member(obj, kind, owner, source, plan, self.options.keep);
         if held {
             member.held = Some(emit.findings.split_off(first_held));
         }

@@ -168,6 +168,12 @@ impl From<&Loc> for Loc {
     }
 }
 
+/// Whether detect-secrets reads a file shown as `name` as YAML (`#` comments only): the one fact
+/// of a file's name that linting depends on.
+pub fn yaml_name(name: &str) -> bool {
+    name.ends_with(".yaml")
+}
+
 /// A file being read: its display path, its text and its line index.
 pub struct Source<'t> {
     pub file: usize,
@@ -190,7 +196,7 @@ impl<'t> Source<'t> {
 
     /// The same source, for a file shown as `name`.
     pub fn named(mut self, name: &str) -> Self {
-        self.yaml_name = name.ends_with(".yaml");
+        self.yaml_name = yaml_name(name);
         self
     }
 

@@ -167,8 +167,6 @@ pub struct JobFacts {
     pub automount: Automount,
     /// The pod sets an fsGroup: the ConfigMap's files then belong to that group.
     pub fs_group: bool,
-    /// Whether any container's command or args names create.py: the Job runs the program.
-    pub runs_program: bool,
 }
 
 /// What a RoleBinding links: the Role it names and the ServiceAccounts it binds (name and

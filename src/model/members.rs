@@ -19,9 +19,11 @@ pub struct Keep {
     pub programs: bool,
 }
 
+/// The member `object` is, whose owner [`owner`] gave.
 pub fn member(
     object: &Object,
     kind: MemberKind,
+    owner: Owner,
     source: &Source,
     plan: Option<Plan>,
     keep: Keep,
@@ -39,7 +41,7 @@ pub fn member(
     Member {
         kind,
         namespace: object.namespace.map(str::to_string),
-        owner: owner(object, kind),
+        owner,
         name: name.to_string(),
         loc: source.at(object.anchor().span),
         facts,
@@ -369,7 +371,6 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
         fs_group: pod
             .and_then(|p| p.at(&["securityContext", "fsGroup"]))
             .is_some_and(|n| !n.is_null()),
-        runs_program: runs_program(root),
     }
 }
 
@@ -378,24 +379,6 @@ fn int(node: Option<&Node>) -> Option<i64> {
         Value::Int(n) => Some(n),
         _ => None,
     }
-}
-
-/// Whether some container of the Job names create.py in its command or args: the Job runs the
-/// program (the same test as `credentials-job` in rules/_match.yaml).
-pub fn runs_program(root: &Node) -> bool {
-    root.at(&["spec", "template", "spec", "containers"])
-        .and_then(Node::as_seq)
-        .unwrap_or_default()
-        .iter()
-        .any(|c| {
-            ["command", "args"].iter().any(|key| {
-                c.get(key)
-                    .and_then(Node::as_seq)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|a| a.as_str().is_some_and(|a| a.ends_with("create.py")))
-            })
-        })
 }
 
 /// Whether a node is a string scalar written as a literal block (`|`).

@@ -132,6 +132,26 @@ pub fn valid(c: &mut dyn Choices) -> Case {
     draft.case(&layout)
 }
 
+/// Writes `cases` generated cases under `dir/caseNN/`: every `valid_every`-th one valid, the
+/// others a mutant of the next family `check` alone decides (a simulate family gives a valid
+/// case), for tests that need a varied tree on disk.
+pub fn write_tree(dir: &std::path::Path, seed: u64, cases: usize, valid_every: usize) {
+    let mut c = Rng::new(seed);
+    for i in 0..cases {
+        let family = &FAMILIES[i % FAMILIES.len()];
+        let case = if i % valid_every == 0 || family.simulate {
+            valid(&mut c)
+        } else {
+            mutant(&mut c, family)
+        };
+        for (path, text) in &case.files {
+            let target = dir.join(format!("case{i:02}")).join(path);
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            std::fs::write(target, text).unwrap();
+        }
+    }
+}
+
 /// A mutant: a random valid case with one fault of `family`'s rule.
 pub fn mutant(c: &mut dyn Choices, family: &Family) -> Case {
     let mut draft = draft(c);

@@ -6,7 +6,7 @@ use super::Emit;
 use crate::load::source::At;
 use crate::model::bundle::{Bundle, Digest, MemberKind};
 use crate::model::writers::{Writer, WriterKind, holds_account, may_meet};
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// What the checks compare, gathered while the bundles are checked and dropped.
 #[derive(Default)]
@@ -34,24 +34,64 @@ impl Render {
 }
 
 pub fn check(render: &Render, emit: &mut Emit) {
-    for bundle in &render.digests {
-        for writer in &render.writers {
-            if render.member_bindings.contains(&writer.loc) {
-                continue;
+    // Each writer meets only the bundles that plan its name or own the account it binds:
+    // indexes by name keep a render of thousands of bundles (each with its own RoleBinding, a
+    // writer) linear rather than bundles x writers.
+    let mut by_secret: HashMap<&str, Vec<&Digest>> = HashMap::new();
+    let mut by_generator: HashMap<&str, Vec<&Digest>> = HashMap::new();
+    let mut by_account: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, bundle) in render.digests.iter().enumerate() {
+        for s in &bundle.secrets {
+            by_secret.entry(&s.name).or_default().push(bundle);
+        }
+        for g in &bundle.generators {
+            by_generator.entry(&g.name).or_default().push(bundle);
+        }
+        by_account.entry(&bundle.account).or_default().push(i);
+    }
+    for writer in &render.writers {
+        if render.member_bindings.contains(&writer.loc) {
+            continue;
+        }
+        match writer.kind {
+            WriterKind::Secret | WriterKind::ExternalSecret => {
+                for bundle in named(&by_secret, &writer.name) {
+                    planned_secret(bundle, writer, emit);
+                }
             }
-            match writer.kind {
-                WriterKind::Secret | WriterKind::ExternalSecret => {
-                    planned_secret(bundle, writer, emit)
+            WriterKind::Password { cluster } => {
+                for bundle in named(&by_generator, &writer.name) {
+                    retired_generator(bundle, writer, cluster, emit);
                 }
-                WriterKind::Password { cluster } => {
-                    retired_generator(bundle, writer, cluster, emit)
-                }
-                WriterKind::RoleBinding | WriterKind::ClusterRoleBinding => {
-                    extra_binding(bundle, writer, emit)
+            }
+            WriterKind::RoleBinding | WriterKind::ClusterRoleBinding => {
+                // A group may hold any bundle's account; a ServiceAccount subject names one.
+                let bundles: BTreeSet<usize> = if writer.subjects.iter().any(|s| s.kind == "Group")
+                {
+                    (0..render.digests.len()).collect()
+                } else {
+                    writer
+                        .subjects
+                        .iter()
+                        .filter_map(|s| by_account.get(s.name.as_str()))
+                        .flatten()
+                        .copied()
+                        .collect()
+                };
+                for i in bundles {
+                    extra_binding(&render.digests[i], writer, emit);
                 }
             }
         }
     }
+}
+
+/// The bundles that plan `name`, each once (a bundle that plans one name twice pushed it twice
+/// in a row).
+fn named<'d>(index: &HashMap<&str, Vec<&'d Digest>>, name: &str) -> Vec<&'d Digest> {
+    let mut bundles = index.get(name).cloned().unwrap_or_default();
+    bundles.dedup_by(|a, b| std::ptr::eq(*a, *b));
+    bundles
 }
 
 fn planned_secret(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
