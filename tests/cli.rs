@@ -5,24 +5,19 @@ mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn credlint(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_credlint"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the binary runs")
+    common::credlint(args)
 }
 
 fn credlint_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_credlint"))
+    let mut child = common::command()
         .args(args)
-        .current_dir(root())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

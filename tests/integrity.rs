@@ -9,7 +9,7 @@ mod common;
 use credlint::testkit;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::SystemTime;
 
 fn root() -> PathBuf {
@@ -17,7 +17,7 @@ fn root() -> PathBuf {
 }
 
 fn credlint_in(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_credlint"))
+    common::command()
         .args(args)
         .current_dir(cwd)
         .env_remove("CREDLINT_CACHE_DIR")

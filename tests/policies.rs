@@ -8,18 +8,14 @@ use credlint::cli::policies;
 use credlint::lint::catalog::Catalog;
 use credlint::policy;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn credlint(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_credlint"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the binary runs")
+    common::credlint(args)
 }
 
 fn temp_dir(name: &str) -> common::TempDir {

@@ -183,8 +183,8 @@ fn policies_check_prints_the_command_that_regenerates_what_it_compared() {
 const DEMO: &str = "fixtures/demo/broken.yaml";
 
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_credlint"));
-    command.args(args).current_dir(root());
+    let mut command = common::command();
+    command.args(args);
     for name in [
         "NO_COLOR",
         "FORCE_COLOR",

@@ -1,5 +1,6 @@
 use super::*;
 use crate::lint::engine::Engine;
+use crate::testkit::TempDir;
 
 /// A result as the test compares it: everything but the timings.
 fn shown(mut out: FileOut) -> String {
@@ -7,10 +8,12 @@ fn shown(mut out: FileOut) -> String {
     format!("{out:?}")
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("credlint-cache-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// A folder of the test's own (removed when it ends) and, inside it, a path for the cache that
+/// does not exist yet.
+fn temp(name: &str) -> (TempDir, PathBuf) {
+    let base = TempDir::new(&format!("credlint-cache-{name}"));
+    let dir = base.join("cache");
+    (base, dir)
 }
 
 /// Every fixture's result, encoded and decoded into another file number, is the same result
@@ -45,11 +48,14 @@ fn every_fixture_result_survives_the_format() {
         assert!(codec::decode(&longer, 3).is_none(), "trailing bytes");
     }
     // A result with a place in another file cannot be moved: it is not kept.
-    let mut out = engine.lint_bytes(3, "a.yaml", texts[0].as_bytes());
-    if let Some(f) = out.findings.first_mut() {
-        f.loc.file = 4;
-        assert!(codec::encode(&out, 3).is_none());
-    }
+    let with_findings = texts
+        .iter()
+        .map(|text| engine.lint_bytes(3, "a.yaml", text.as_bytes()))
+        .find(|out| !out.findings.is_empty());
+    let mut out = with_findings.expect("some fixture has findings");
+    assert!(codec::encode(&out, 3).is_some());
+    out.findings[0].loc.file = 4;
+    assert!(codec::encode(&out, 3).is_none());
 }
 
 /// Garbage of every length never panics the decoder, and gives nothing or a result (never a
@@ -74,7 +80,7 @@ fn garbage_is_refused_without_panicking() {
 
 #[test]
 fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
-    let dir = temp("entries");
+    let (_base, dir) = temp("entries");
     let engine = Engine::new(Options::default()).unwrap();
     let cache = Cache::open(&dir, &Options::default()).unwrap();
     assert!(
@@ -123,12 +129,48 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
             .0,
         key.0
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    // Every other input of the key changes it too: the bytes, whether the file reads as YAML,
+    // an empty image beside none, and each switch that changes what is kept or judged.
+    let mut keys = vec![
+        key.0,
+        cache.key(true, &text[1..]).0,
+        cache.key(false, &text).0,
+    ];
+    for options in [
+        Options {
+            credentials_image: Some(String::new()),
+            ..Options::default()
+        },
+        Options {
+            pragma_everywhere: true,
+            ..Options::default()
+        },
+        Options {
+            keep: crate::model::members::Keep {
+                programs: true,
+                ..Default::default()
+            },
+            ..Options::default()
+        },
+    ] {
+        keys.push(Cache::open(&dir, &options).unwrap().key(true, &text).0);
+    }
+    // Threads change no verdict: the same key.
+    let threaded = Options {
+        threads: Some(7),
+        ..Options::default()
+    };
+    assert_eq!(
+        Cache::open(&dir, &threaded).unwrap().key(true, &text).0,
+        key.0
+    );
+    let distinct: std::collections::HashSet<_> = keys.iter().collect();
+    assert_eq!(distinct.len(), keys.len(), "two inputs share a key");
 }
 
 #[test]
 fn pruning_removes_the_least_recently_used_entries_and_stale_temporary_files() {
-    let dir = temp("prune");
+    let (_base, dir) = temp("prune");
     std::fs::create_dir_all(&dir).unwrap();
     let now = SystemTime::now();
     let names: Vec<String> = (0..10).map(|i| format!("{i:064x}")).collect();
@@ -166,7 +208,6 @@ fn pruning_removes_the_least_recently_used_entries_and_stale_temporary_files() {
     ]);
     expected.sort();
     assert_eq!(left, expected, "down to 3/4 of the limit, oldest first");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -181,7 +222,7 @@ fn the_folder_comes_from_the_flag_then_the_variable_then_the_default() {
 
 #[test]
 fn a_folder_that_is_not_a_cache_gets_no_gitignore() {
-    let dir = temp("not-ours");
+    let (_base, dir) = temp("not-ours");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("notes.txt"), "someone's").unwrap();
     Cache::open(&dir, &Options::default()).unwrap();
@@ -192,5 +233,4 @@ fn a_folder_that_is_not_a_cache_gets_no_gitignore() {
     std::fs::remove_file(ours.join(".gitignore")).unwrap();
     Cache::open(&ours, &Options::default()).unwrap();
     assert!(ours.join(".gitignore").is_file() && ours.join("CACHEDIR.TAG").is_file());
-    let _ = std::fs::remove_dir_all(&dir);
 }

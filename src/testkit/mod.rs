@@ -11,8 +11,10 @@ pub mod faults;
 pub mod generate;
 pub mod invariants;
 pub mod render;
+pub mod temp;
 
 pub use emit::{Layout, render_files};
+pub use temp::TempDir;
 
 /// The text of every `fixtures/**/*.yaml` file that is UTF-8 (those of bad bytes are the
 /// loader's business), for unit tests that check a mechanism on every fixture.

@@ -8,18 +8,34 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Runs credlint in `dir` with no credlint.toml of the machine's leaking in unless the test
-/// puts one there (the tests' folders live under the system's temp folder).
-pub fn credlint_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_credlint"))
-        .args(args)
-        .current_dir(dir)
-        // The report's colour and width follow these; a test sets them when it means to.
+/// The built binary with the report's colour and width variables cleared (a test sets them when
+/// it means to) and the verdict cache kept under cargo's folder for test output, so that no run
+/// leaves a `.credlint_cache/` in the repository or the system's temp folder. Tests of the cache's
+/// own placement remove the variable.
+pub fn command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_credlint"));
+    command
+        .current_dir(root())
+        .env("CREDLINT_CACHE_DIR", cache_dir())
         .env_remove("NO_COLOR")
         .env_remove("FORCE_COLOR")
         .env_remove("CLICOLOR_FORCE")
         .env_remove("CLICOLOR")
-        .env_remove("COLUMNS")
+        .env_remove("COLUMNS");
+    command
+}
+
+/// Where the tests' runs keep their cache: inside target/, which `cargo clean` removes.
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("credlint-cache")
+}
+
+/// Runs credlint in `dir` with no credlint.toml of the machine's leaking in unless the test
+/// puts one there (the tests' folders live under the system's temp folder).
+pub fn credlint_in(dir: &Path, args: &[&str]) -> Output {
+    command()
+        .args(args)
+        .current_dir(dir)
         .output()
         .expect("the binary runs")
 }
@@ -45,38 +61,7 @@ pub fn temp_dir(name: &str) -> TempDir {
     TempDir::new(&format!("credlint-it-{name}"))
 }
 
-/// A folder under the system's temp folder, removed when the test ends (passed or failed), so
-/// the suite leaves nothing behind.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    /// `<temp>/<prefix>-<pid>`, emptied first.
-    pub fn new(prefix: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl std::ops::Deref for TempDir {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for TempDir {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub use credlint::testkit::TempDir;
 
 /// Copies a file or folder of the repository into `dir`, under the same name.
 pub fn copy_in(from: &str, dir: &Path) -> PathBuf {
