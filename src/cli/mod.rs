@@ -435,12 +435,14 @@ fn check(args: CheckArgs) -> ExitCode {
         let t = &outcome.timings;
         eprintln!(
             "credlint: timings (seconds): wall {:.3}; read {:.3}, YAML parse {:.3}, rules {:.3} \
-             (summed over threads); bundles {:.3}",
+             (summed over threads); bundles {:.3}; {} of {} files from the cache",
             t.wall.as_secs_f64(),
             t.read.as_secs_f64(),
             t.parse.as_secs_f64(),
             t.rules.as_secs_f64(),
-            t.bundles.as_secs_f64()
+            t.bundles.as_secs_f64(),
+            t.cached,
+            outcome.summary.files
         );
     }
     code

@@ -198,6 +198,9 @@ pub struct Timings {
     /// Assembling bundles and their rules.
     pub bundles: std::time::Duration,
     pub wall: std::time::Duration,
+    /// Files whose result came from the cache (a count, not a time: it says what a warm run
+    /// skipped whatever the machine's speed).
+    pub cached: usize,
 }
 
 impl Timings {
@@ -205,6 +208,7 @@ impl Timings {
         self.read += other.read;
         self.parse += other.parse;
         self.rules += other.rules;
+        self.cached += other.cached;
     }
 }
 
@@ -398,6 +402,7 @@ impl Engine {
                 && let Some(mut out) = memo.recall(key, id)
             {
                 out.timings.read += started.elapsed();
+                out.timings.cached += 1;
                 return Ok(out);
             }
             let read = started.elapsed();
