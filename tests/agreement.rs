@@ -12,6 +12,7 @@
 
 use credlint::cli::policies::{FixtureObject, entries, lint_objects};
 use credlint::lint::catalog::Catalog;
+use credlint::lint::cel::{Cel, Program, Verdict as CelVerdict};
 use credlint::lint::engine::{Engine, Options};
 use credlint::lint::kyverno::{PolicyFile, PolicySet, Verdict};
 use credlint::load::yaml::{Parsed, parse};
@@ -75,6 +76,18 @@ fn units() -> Vec<(PathBuf, Vec<PathBuf>)> {
 
 fn node_of(y: &Y) -> String {
     emit::document(y)
+}
+
+/// Whether the policies' member condition (`credentials-member` in rules/_match.yaml) selects
+/// the object: a member it selects is seen by every member policy, so the linter's findings on
+/// it are no gap.
+fn selected_as_member(cel: &Cel, member: &Program, text: &str) -> bool {
+    match parse(text).into_iter().next() {
+        Some(Parsed::Document(d)) => {
+            matches!(cel.check(member, &cel.bind(&d.root)), CelVerdict::Pass)
+        }
+        other => panic!("{other:?}\n{text}"),
+    }
 }
 
 fn decide(set: &PolicySet, index: usize, text: &str) -> Verdict {
@@ -248,6 +261,10 @@ fn place(obj: &FixtureObject) -> String {
 #[test]
 fn every_policy_denies_exactly_the_objects_the_linter_reports_it_on() {
     let catalog = Catalog::get();
+    let cel = Cel::new();
+    let member = cel
+        .compile(catalog.condition("credentials-member").unwrap())
+        .unwrap();
     let mut sets: BTreeMap<String, PolicySet> = BTreeMap::new();
     let mut figures = Figures::default();
     let mut failures = Vec::new();
@@ -285,7 +302,9 @@ fn every_policy_denies_exactly_the_objects_the_linter_reports_it_on() {
                 // What one object cannot show: the linter follows the references between
                 // objects and knows members the policy's match condition does not select (the
                 // README says which). The policy must then not select the object at all.
-                let gap = flagged && matches!(verdict, Verdict::NotMatched);
+                let gap = flagged
+                    && matches!(verdict, Verdict::NotMatched)
+                    && !selected_as_member(&cel, &member, &text);
                 if gap {
                     figures.unselected_members += 1;
                 }
