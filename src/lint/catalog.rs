@@ -66,7 +66,7 @@ impl Resource {
     /// The resource an object is, from its apiVersion group and kind (any version: a version the
     /// API server does not serve is its problem, not a reason to skip the object).
     pub fn of(api_version: &str, kind: &str) -> Option<&'static Resource> {
-        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let group = crate::model::object::api_group(api_version);
         RESOURCES
             .iter()
             .find(|r| r.kind == kind && r.group == group)

@@ -467,6 +467,15 @@ impl Assembler {
         }
     }
 
+    /// [`place`](Self::place) once every file is read: the bundle stays open however complete
+    /// it is (a late member may still be its duplicate), whatever the compact mode says.
+    fn place_late(&mut self, key: Key, member: Member) -> Added {
+        let compact = std::mem::replace(&mut self.compact, false);
+        let added = self.place(key, member);
+        self.compact = compact;
+        added
+    }
+
     fn place(&mut self, key: Key, member: Member) -> Added {
         for (link, name) in links_of(&member) {
             self.links
@@ -519,11 +528,9 @@ impl Assembler {
                 .find(|(ns, owner)| *ns == m.namespace && owner_prefix(owner) == prefix)
                 .cloned();
             let key = found.unwrap_or_else(|| (m.namespace.clone(), prefix.clone()));
-            let compact = std::mem::replace(&mut self.compact, false);
-            if let Added::Duplicate(d) = self.place(key, m) {
+            if let Added::Duplicate(d) = self.place_late(key, m) {
                 duplicates.push(d);
             }
-            self.compact = compact;
         }
         let mut linked = std::mem::take(&mut self.linked);
         linked.sort_by_key(|m| (link_order(m.kind), m.loc));
@@ -533,11 +540,9 @@ impl Assembler {
             });
             // Linked to no bundle: not a member, and its findings go with it.
             let Some(key) = found else { continue };
-            let compact = std::mem::replace(&mut self.compact, false);
-            if let Added::Duplicate(d) = self.place(key, m) {
+            if let Added::Duplicate(d) = self.place_late(key, m) {
                 duplicates.push(d);
             }
-            self.compact = compact;
         }
         let seen = self.bundles.len();
         let mut bundles: Vec<Bundle> = self

@@ -39,6 +39,11 @@ impl<'n, 'a> Object<'n, 'a> {
         }
     }
 
+    /// The API group of its apiVersion (`""` for the core group, `v1`).
+    pub fn group(&self) -> &str {
+        api_group(self.api_version)
+    }
+
     /// The node that stands for the object in a finding: its name, else its kind.
     pub fn anchor(&self) -> &'n Node<'a> {
         self.root
@@ -49,6 +54,11 @@ impl<'n, 'a> Object<'n, 'a> {
 }
 
 /// The objects of a document: the document itself, or the items of a list (nested lists too).
+/// The API group of an apiVersion: what comes before its last `/` (`""` for `v1`).
+pub fn api_group(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(g, _)| g)
+}
+
 pub fn objects<'n, 'a>(root: &'n Node<'a>, out: &mut Vec<Object<'n, 'a>>) {
     let Some(object) = Object::from_node(root) else {
         return;
@@ -148,24 +158,33 @@ mod tests {
 
     #[test]
     fn documents_that_are_no_objects_are_located() {
+        // Each with the text the finding starts at.
         let cases = [
-            ("just a note\n", 1, "a string"),
-            ("- a\n- b\n", 1, "a sequence"),
-            ("replicas: 3\n", 1, "without apiVersion or kind"),
-            ("kind: Role\nmetadata: {name: x}\n", 1, "without apiVersion"),
+            ("just a note\n", 1, "a string", "just a note"),
+            ("- a\n- b\n", 1, "a sequence", "- a"),
+            ("replicas: 3\n", 1, "without apiVersion or kind", "replicas"),
+            (
+                "kind: Role\nmetadata: {name: x}\n",
+                1,
+                "without apiVersion",
+                "kind",
+            ),
             (
                 "apiVersion: v1\nkind: List\nitems:\n  - 42\n",
                 1,
                 "an item of this List",
+                "42",
             ),
         ];
-        for (text, count, says) in cases {
+        for (text, count, says, at) in cases {
             let Parsed::Document(d) = &parse(text)[0] else {
                 panic!()
             };
             let found = not_objects(&d.root);
             assert_eq!(found.len(), count, "{text}");
             assert!(found[0].1.contains(says), "{text}: {}", found[0].1);
+            let start = found[0].0.start as usize;
+            assert!(text[start..].starts_with(at), "{text}: at {start}");
         }
         for text in ["apiVersion: v1\nkind: ConfigMap\n", "# only a comment\n"] {
             let parsed = parse(text);

@@ -47,14 +47,9 @@ pub struct Writer {
     pub subjects: Vec<Subject>,
 }
 
-/// The API group of an apiVersion (`""` for the core group).
-fn group(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(g, _)| g)
-}
-
 /// The writer an object is, if it is one.
 pub fn writer(obj: &Object, source: &Source) -> Option<Writer> {
-    let kind = match (group(obj.api_version), obj.kind) {
+    let kind = match (obj.group(), obj.kind) {
         ("", "Secret") => WriterKind::Secret,
         ("external-secrets.io", "ExternalSecret") => WriterKind::ExternalSecret,
         ("generators.external-secrets.io", "Password") => WriterKind::Password { cluster: false },

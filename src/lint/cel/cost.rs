@@ -20,7 +20,7 @@ use std::cell::Cell;
 /// The API server's per-expression limit (`PerCallLimit` of k8s.io/apiserver).
 pub const LIMIT: u64 = 1_000_000;
 
-/// The function every call of a metered expression is wrapped in.
+/// The function that wraps each comprehension's condition and step in a metered expression.
 const METER: &str = "@credlint_cost";
 /// What `replace` is renamed to in a metered expression.
 const REPLACE: &str = "@credlint_replace";

@@ -208,7 +208,7 @@ impl PolicySet {
     }
 
     fn read_document(&mut self, file: usize, obj: &Object) {
-        let group = obj.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let group = obj.group();
         let is_policy_kind = obj.kind.ends_with("Policy") || obj.kind.ends_with("PolicyBinding");
         let policy_group = matches!(
             group,
