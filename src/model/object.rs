@@ -167,7 +167,7 @@ mod tests {
                 "kind: Role\nmetadata: {name: x}\n",
                 1,
                 "without apiVersion",
-                "kind",
+                "Role",
             ),
             (
                 "apiVersion: v1\nkind: List\nitems:\n  - 42\n",
