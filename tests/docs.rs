@@ -300,3 +300,62 @@ fn the_json_example_of_the_output_page_is_real_output() {
     let real: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(shown, real, "docs/output.md's example is stale");
 }
+
+/// Each rule's address is `<repository>/blob/main/docs/rules.md#<id>`, with the repository
+/// Cargo.toml names, and the anchor is one docs/rules.md has (GitHub makes it from the
+/// heading); SARIF's `helpUri` and `credlint explain` give that address.
+#[test]
+fn rule_urls_point_at_their_entry_in_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repository = env!("CARGO_PKG_REPOSITORY");
+    let host = regex::Regex::new(r"^https://[a-z0-9.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$").unwrap();
+    assert!(host.is_match(repository), "{repository}");
+    let reference = std::fs::read_to_string(root.join("docs/rules.md")).unwrap();
+    let anchors: Vec<String> = reference
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .map(credlint::cli::docs::anchor)
+        .collect();
+    let catalog = credlint::lint::catalog::Catalog::get();
+    for rule in &catalog.rules {
+        let url = rule.doc_url();
+        assert_eq!(
+            url,
+            format!("{repository}/blob/main/docs/rules.md#{}", rule.id)
+        );
+        let anchor = url.rsplit_once('#').unwrap().1;
+        assert!(
+            anchors.iter().any(|a| a == anchor),
+            "docs/rules.md has no #{anchor}"
+        );
+    }
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_credlint"))
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap()
+    };
+    let sarif: serde_json::Value = serde_json::from_slice(
+        &run(&["check", "--no-config", "--format", "sarif", "fixtures/demo"]).stdout,
+    )
+    .unwrap();
+    let driver = &sarif["runs"][0]["tool"]["driver"];
+    assert_eq!(driver["informationUri"], repository);
+    let rules = driver["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), catalog.rules.len());
+    for rule in rules {
+        let id = rule["id"].as_str().unwrap();
+        assert_eq!(
+            rule["helpUri"],
+            format!("{repository}/blob/main/docs/rules.md#{id}")
+        );
+    }
+    let explained = String::from_utf8(run(&["explain", "role-forbidden-verb"]).stdout).unwrap();
+    assert!(
+        explained.contains(&format!(
+            "docs:     {repository}/blob/main/docs/rules.md#role-forbidden-verb\n"
+        )),
+        "{explained}"
+    );
+}

@@ -151,14 +151,24 @@ fn colour_is_on_at_a_terminal_unless_the_environment_or_the_flag_says_otherwise(
     assert!(pipe(&["--color", "always"], &[]));
 }
 
-/// Lines that quote the source (and the labels under it) stand at their columns whole; the
-/// messages and help around them are what wraps.
+/// A rule's header: its id and the address of its entry, which is not broken.
+fn is_rule_header(line: &str) -> bool {
+    let id = line.split(' ').next().unwrap_or_default();
+    line == format!(
+        "{id} ({}/blob/main/docs/rules.md#{id})",
+        env!("CARGO_PKG_REPOSITORY")
+    )
+}
+
+/// Lines that quote the source (and the labels under them) stand at their columns whole, as
+/// do the rules' headers; the messages and help around them are what wraps.
 fn widest_wrapped_line(text: &str) -> usize {
     text.lines()
         .filter(|line| {
             !(line.trim_start().starts_with(|c: char| c.is_ascii_digit())
                 || line.contains('·')
-                || line.contains("╭─["))
+                || line.contains("╭─[")
+                || is_rule_header(line))
         })
         .map(|line| line.chars().count())
         .max()

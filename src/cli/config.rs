@@ -180,7 +180,7 @@ pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
                     config.credentials_image = None;
                 }
             }
-            "exclude" => config.exclude = reader.strings(key, value),
+            "exclude" => config.exclude = reader.exclude(key, value),
             "per-path" => config.per_path = reader.per_path(value),
             _ => reader.unknown(key, TOP_KEYS, None),
         }
@@ -293,7 +293,9 @@ impl Reader<'_> {
                 self.wrong_type("per-path", item, "a list of tables ([[per-path]])");
                 continue;
             };
-            let line = self.header_line(item.span().start);
+            // The span of an entry of an array of tables is its `[[per-path]]` header (that of
+            // an inline table, the table): where the report points.
+            let line = self.line(item.span().start);
             let (mut paths, mut rules, mut reason) = (None, None, None);
             for (key, value) in table.iter() {
                 match key.get_ref().as_ref() {
@@ -340,21 +342,9 @@ impl Reader<'_> {
         out
     }
 
-    /// The line of a `[[per-path]]` header: the table's span starts at its first key, so the
-    /// header is the nearest `[[` line at or above it.
-    fn header_line(&self, offset: usize) -> usize {
-        let before = &self.text[..offset.min(self.text.len())];
-        let at = before
-            .rmatch_indices("[[")
-            .map(|(i, _)| i)
-            .find(|&i| i == 0 || before.as_bytes()[i - 1] == b'\n')
-            .unwrap_or(offset);
-        self.line(at)
-    }
-
     /// `paths`: a non-empty list of globs (`*` within a folder, `**` across folders).
     fn globs(&mut self, key: &Key, value: &Value) -> Option<(Vec<String>, globset::GlobSet)> {
-        let paths = self.strings(key, value)?;
+        let paths = self.strings(key, value, "glob")?;
         if paths.is_empty() {
             self.error(
                 value.span(),
@@ -469,7 +459,8 @@ impl Reader<'_> {
         Some(ids)
     }
 
-    fn strings(&mut self, key: &Key, value: &Value) -> Option<Vec<String>> {
+    /// A list of non-empty strings, each a `what` (in the message for an empty one).
+    fn strings(&mut self, key: &Key, value: &Value, what: &str) -> Option<Vec<String>> {
         let Some(items) = value.get_ref().as_array() else {
             self.wrong_type(key.get_ref(), value, "a list of strings");
             return None;
@@ -477,18 +468,33 @@ impl Reader<'_> {
         let mut out = Vec::new();
         for item in items.iter() {
             match item.get_ref().as_str() {
-                Some(s) if !s.trim().is_empty() => match crate::load::input::exclude_problem(s) {
-                    // `exclude` is the only list of folders; a root entry would skip them all.
-                    Some(problem) => {
-                        self.error(item.span(), format!("`{}`: {problem}", key.get_ref()))
-                    }
-                    None => out.push(s.to_string()),
-                },
+                Some(s) if !s.trim().is_empty() => out.push(s.to_string()),
                 Some(_) => self.error(
                     item.span(),
-                    format!("`{}` holds an empty folder name", key.get_ref()),
+                    format!("`{}` holds an empty {what}", key.get_ref()),
                 ),
                 None => self.wrong_type(key.get_ref(), item, "a list of strings"),
+            }
+        }
+        Some(out)
+    }
+
+    /// `exclude`: folder names or paths; one naming the walked folder itself would skip
+    /// everything, so it is refused as `--exclude` refuses it.
+    fn exclude(&mut self, key: &Key, value: &Value) -> Option<Vec<String>> {
+        let folders = self.strings(key, value, "folder name")?;
+        let mut out = Vec::new();
+        for (folder, item) in folders.into_iter().zip(
+            value
+                .get_ref()
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|i| i.get_ref().as_str().is_some_and(|s| !s.trim().is_empty())),
+        ) {
+            match crate::load::input::exclude_problem(&folder) {
+                Some(problem) => self.error(item.span(), format!("`{}`: {problem}", key.get_ref())),
+                None => out.push(folder),
             }
         }
         Some(out)
@@ -622,6 +628,45 @@ mod tests {
             errors("exclude = [\"\"]\n"),
             ["credlint.toml:1: `exclude` holds an empty folder name"]
         );
+    }
+
+    #[test]
+    fn a_per_path_entry_points_at_its_header_indented_or_not() {
+        let text = [
+            "[[per-path]]",                           // 1
+            "paths = [\"a/**\"]",                     // 2
+            "ignore = [\"job-ttl\"]",                 // 3
+            "reason = \"x\"",                         // 4
+            "",                                       // 5
+            "# legacy charts",                        // 6
+            "  [[per-path]]",                         // 7
+            "  paths = [\"b/**\"]  # [[not a header", // 8
+            "  ignore = [\"job-ttl\"]",               // 9
+            "  reason = \"y\"",                       // 10
+            "\t[[per-path]]",                         // 11
+            "\t# [[ no header: a comment",            // 12
+            "\treason = \"z\"",                       // 13
+            "\tpaths = [\"c/**\"]",                   // 14
+            "\tignore = [\"job-ttl\"]",               // 15
+        ]
+        .join("\n");
+        let config = parse("credlint.toml", &text).unwrap();
+        let lines: Vec<usize> = config.per_path.iter().map(|p| p.line).collect();
+        assert_eq!(lines, [1, 7, 11], "{text}");
+    }
+
+    #[test]
+    fn only_exclude_is_held_to_the_rules_of_folders_to_skip() {
+        assert_eq!(
+            errors("exclude = [\"./\"]\n"),
+            [
+                "credlint.toml:1: `exclude`: `./` names the walked folder itself, which would exclude every file"
+            ]
+        );
+        let e = errors(
+            "[[per-path]]\npaths = [\"\", \"./\"]\nignore = [\"job-ttl\"]\nreason = \"r\"\n",
+        );
+        assert_eq!(e, ["credlint.toml:2: `paths` holds an empty glob"]);
     }
 
     #[test]

@@ -22,8 +22,6 @@ pub struct Context<'a> {
     pub rules: Vec<&'a str>,
     /// Text: list suppressed findings, not only count them.
     pub show_suppressed: bool,
-    /// Text: colours, for a terminal.
-    pub color: bool,
 }
 
 /// The display path of file `i` of the run.
