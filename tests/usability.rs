@@ -806,3 +806,51 @@ fn a_report_file_is_never_wrapped_whatever_columns_says() {
         "a file gets no colour unless forced"
     );
 }
+
+#[test]
+fn the_text_report_quotes_a_utf16_file_as_it_was_read() {
+    let dir = common::temp_dir("usability-utf16");
+    // One document: kubectl reads a UTF-16 file as one document (the demo's Role).
+    let demo = std::fs::read_to_string(root().join(DEMO)).unwrap();
+    let role = demo
+        .split("\n---\n")
+        .find(|d| d.contains("\nkind: Role\n"))
+        .unwrap()
+        .to_string()
+        + "\n";
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(role.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    std::fs::create_dir_all(dir.join("utf8")).unwrap();
+    std::fs::create_dir_all(dir.join("utf16")).unwrap();
+    std::fs::write(dir.join("utf8/role.yaml"), &role).unwrap();
+    std::fs::write(dir.join("utf16/role.yaml"), &utf16).unwrap();
+    let report = |sub: &str| {
+        let out = credlint_in(&dir.join(sub), &["check", "--no-config", "role.yaml"]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let utf8 = report("utf8");
+    assert!(utf8.contains("verbs: [get, list, patch]"), "{utf8}");
+    assert_eq!(
+        report("utf16"),
+        utf8,
+        "the UTF-16 file is quoted as its UTF-8 twin"
+    );
+    // Standard input is decoded the same way.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_credlint"))
+        .args(["check", "--no-config", "-"])
+        .current_dir(dir.join("utf8"))
+        .env_remove("COLUMNS")
+        .env_remove("FORCE_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&utf16).unwrap();
+    let piped = stdout(&child.wait_with_output().unwrap());
+    assert_eq!(piped, utf8.replace("[role.yaml:", "[-:"), "{piped}");
+}

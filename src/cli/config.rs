@@ -197,23 +197,24 @@ pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
 /// (`name@sha256:<64 lowercase hex>`), since every Job is compared with it and must itself be
 /// pinned (`job-image-pinned`); an unpinned one would fail every Job instead of being refused.
 pub fn image_problem(image: &str) -> Option<String> {
-    let (name, digest) = match image.rsplit_once('@') {
-        Some(parts) => parts,
-        None => {
-            return Some(format!(
-                "must be pinned by digest (`name@sha256:<64 hex>`): `{image}` has no digest"
-            ));
-        }
-    };
-    let hex = digest.strip_prefix("sha256:").unwrap_or("");
-    let name_ok = !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == '@');
-    let digest_ok = hex.len() == 64
-        && hex
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    (!(name_ok && digest_ok))
+    static PINNED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(&format!("^{IMAGE_NAME}{IMAGE_DIGEST}$")).expect("a valid pattern")
+    });
+    if !image.contains('@') {
+        return Some(format!(
+            "must be pinned by digest (`name@sha256:<64 hex>`): `{image}` has no digest"
+        ));
+    }
+    (!PINNED.is_match(image))
         .then(|| format!("must be `name@sha256:<64 lowercase hex>`: `{image}` is malformed"))
 }
+
+/// A credentials image, as a pattern in two parts: the name (no `@`, no space) and the digest
+/// it is pinned by. The one source of the form: [`image_problem`], the JSON Schema of
+/// credlint.toml (`^NAME DIGEST$`) and, checked by a test, `job-image-pinned`'s CEL, which
+/// matches the digest at the end of each container's image (`matches('DIGEST$')`).
+pub const IMAGE_NAME: &str = "[^@\\s]+";
+pub const IMAGE_DIGEST: &str = "@sha256:[0-9a-f]{64}";
 
 type Key<'i> = Spanned<std::borrow::Cow<'i, str>>;
 type Value<'i> = Spanned<DeValue<'i>>;
@@ -394,7 +395,12 @@ impl Reader<'_> {
                 ("pragma-misplaced", "scope", Some(v)) => {
                     config.pragma_everywhere = Some(v == "all");
                 }
-                (_, _, Some(_)) => {}
+                // A setting RULE_SETTINGS declares but nothing here applies: said, never
+                // dropped in silence (the test below fails on it first).
+                (_, _, Some(_)) => self.error(
+                    value.span(),
+                    format!("`{name}` of [{table_name}] is not applied by this credlint"),
+                ),
                 (_, _, None) => {
                     let expected: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
                     self.wrong_type(name, value, &expected.join(" or "));
@@ -435,10 +441,7 @@ impl Reader<'_> {
         if self.catalog.rule(id).is_some() || policy {
             return true;
         }
-        let hint = closest(id, self.catalog.rules.iter().map(|r| r.id.as_str()))
-            .map_or("see `credlint rules`".to_string(), |c| {
-                format!("did you mean `{c}`?")
-            });
+        let hint = crate::cli::suggest::unknown_rule_hint(id, self.catalog);
         self.error(span, format!("unknown rule `{id}` ({hint})"));
         false
     }
@@ -653,6 +656,47 @@ mod tests {
         let config = parse("credlint.toml", &text).unwrap();
         let lines: Vec<usize> = config.per_path.iter().map(|p| p.line).collect();
         assert_eq!(lines, [1, 7, 11], "{text}");
+    }
+
+    #[test]
+    fn the_image_form_is_one_pattern_for_the_file_the_schema_and_the_rule() {
+        let hex = "0123456789abcdef".repeat(4);
+        assert_eq!(
+            image_problem(&format!("reg.example/creds@sha256:{hex}")),
+            None
+        );
+        for bad in [
+            "reg.example/creds:1.0".to_string(),
+            format!("@sha256:{hex}"),
+            format!("a b@sha256:{hex}"),
+            format!("a@b@sha256:{hex}"),
+            format!("reg/creds@sha256:{}", hex.to_uppercase()),
+            format!("reg/creds@sha256:{}", &hex[1..]),
+            format!("reg/creds@sha512:{hex}"),
+            format!("reg/creds@sha256:{hex}\n"),
+        ] {
+            assert!(image_problem(&bad).is_some(), "{bad:?}");
+        }
+        let rule = Catalog::get().rule("job-image-pinned").unwrap();
+        let cel = &rule.object.as_ref().unwrap().validations[0].expression;
+        assert!(
+            cel.contains(&format!("matches('{IMAGE_DIGEST}$')")),
+            "rules/job-image-pinned.yaml matches the digest of IMAGE_DIGEST: {cel}"
+        );
+    }
+
+    #[test]
+    fn every_declared_rule_setting_is_applied() {
+        for (rule, keys) in RULE_SETTINGS {
+            for (key, values, _) in *keys {
+                for value in *values {
+                    let text = format!("[rules.{rule}]\n{key} = \"{value}\"\n");
+                    let config = parse("credlint.toml", &text)
+                        .unwrap_or_else(|e| panic!("{text}: {}", e[0].message));
+                    assert_ne!(config, Config::default(), "{text} sets nothing");
+                }
+            }
+        }
     }
 
     #[test]

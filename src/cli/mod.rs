@@ -637,7 +637,8 @@ fn take_stdin(
         return Ok((files, None));
     }
     let bytes = std::sync::Arc::new(input::read_stdin()?);
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    // Decoded as the engine decodes it, so the text report's offsets match the findings'.
+    let text = crate::load::stream::decode(&bytes).text.into_owned();
     let files = files
         .into_iter()
         .map(|f| match f.origin {
@@ -747,18 +748,8 @@ fn explain(id: &str) -> ExitCode {
         ));
     }
     let Some(rule) = catalog.rule(id) else {
-        let close: Vec<&str> = catalog
-            .rules
-            .iter()
-            .map(|r| r.id.as_str())
-            .filter(|r| r.contains(id) || id.contains(*r))
-            .collect();
-        let hint = if close.is_empty() {
-            "see `credlint rules`".to_string()
-        } else {
-            format!("did you mean {}?", close.join(", "))
-        };
-        return usage_error(format!("unknown rule `{id}`; {hint}"));
+        let hint = suggest::unknown_rule_hint(id, catalog);
+        return usage_error(format!("unknown rule `{id}` ({hint})"));
     };
     print_out(&crate::cli::docs::explain(catalog, rule))
 }

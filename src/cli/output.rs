@@ -285,15 +285,10 @@ pub fn locate(output: &mut OutputArgs, matches: &clap::ArgMatches) {
     let Some((_, sub)) = matches.subcommand() else {
         return;
     };
+    // Both commands that call this define both arguments; one not given has no indices.
     let at = |id: &str| -> Vec<usize> {
-        sub.try_get_raw_occurrences(id)
-            .ok()
-            .flatten()
-            .map(|_| {
-                sub.indices_of(id)
-                    .map(Iterator::collect)
-                    .unwrap_or_default()
-            })
+        sub.indices_of(id)
+            .map(Iterator::collect)
             .unwrap_or_default()
     };
     output.positions = Some((at("format"), at("output_file")));
