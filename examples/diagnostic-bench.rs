@@ -37,7 +37,8 @@ fn main() {
     let time = |outcome: &credlint::lint::engine::Outcome| {
         let started = Instant::now();
         let mut sink = Vec::new();
-        text::write(outcome, &texts, &style, &mut sink).expect("writes to memory");
+        text::write(outcome, &texts, &Default::default(), &style, &mut sink)
+            .expect("writes to memory");
         (started.elapsed(), sink.len())
     };
     let median = |outcome: &credlint::lint::engine::Outcome| {

@@ -290,6 +290,13 @@ fn rules_and_explain_come_from_the_catalog() {
     let out = credlint(&["explain", "forbidden-verb"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("role-forbidden-verb"));
+    // The typo hint `check --select` gives, for explain too.
+    let out = credlint(&["explain", "job-tll"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "credlint: unknown rule `job-tll` (did you mean `job-ttl`?)\n"
+    );
 }
 
 #[test]

@@ -393,3 +393,66 @@ fn explain_says_where_policy_ids_come_from() {
     let out = credlint(&["explain", "policy-unsupported"]);
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// Waits for `child` a minute at most (a hang is a failure, not a stuck suite).
+fn wait_bounded(mut child: std::process::Child) -> Output {
+    for _ in 0..600 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!(
+        "credlint policies did not finish: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A FIFO where `--out` writes a file is refused, never opened to wait for a writer: by the
+/// write and by `--check`.
+#[test]
+fn a_fifo_in_the_out_folder_is_refused_not_waited_on() {
+    let dir = common::temp_dir("policies-fifo");
+    let out_dir = dir.join("out");
+    let out_arg = out_dir.to_string_lossy().into_owned();
+    let first = credlint(&["policies", "--out", &out_arg]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let fifo = out_dir.join("kustomization.yaml");
+    std::fs::remove_file(&fifo).unwrap();
+    let name = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path; mkfifo reads it and keeps nothing.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+    let spawn = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_credlint"))
+            .args(["policies", "--out", &out_arg])
+            .args(extra)
+            .current_dir(common::root())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let written = wait_bounded(spawn(&[]));
+    assert_eq!(written.status.code(), Some(2), "{}", stderr(&written));
+    assert!(
+        stderr(&written).contains("kustomization.yaml (") && stderr(&written).contains("FIFO"),
+        "{}",
+        stderr(&written)
+    );
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    let checked = wait_bounded(spawn(&["--check"]));
+    assert_eq!(checked.status.code(), Some(1), "{}", stderr(&checked));
+    assert!(
+        stderr(&checked).contains("kustomization.yaml differs"),
+        "{}",
+        stderr(&checked)
+    );
+}

@@ -220,17 +220,28 @@ fn colour_follows_the_flag_and_the_environment() {
     assert!(!coloured(&["--color", "never"], &[("FORCE_COLOR", "1")]));
 }
 
+/// A rule's header in the text report: its id and the address of its entry.
+fn is_rule_header(line: &str) -> bool {
+    let id = line.split(' ').next().unwrap_or_default();
+    line == format!(
+        "{id} ({}/blob/main/docs/rules.md#{id})",
+        env!("CARGO_PKG_REPOSITORY")
+    )
+}
+
 #[test]
 fn the_text_report_wraps_at_columns_and_shows_the_real_column() {
     let out = run_env(&["check", "--no-config", DEMO], &[("COLUMNS", "60")]);
     let text = stdout(&out);
     assert!(text.contains("[fixtures/demo/broken.yaml:29:18]"), "{text}");
     for line in text.lines() {
-        // Source lines and the labels under them are quoted whole at their columns; the
-        // messages and help around them are wrapped.
+        // Source lines and the labels under them are quoted whole at their columns, and a
+        // rule's address after its id is not broken; the messages and help around them are
+        // wrapped.
         let quoted = line.trim_start().starts_with(|c: char| c.is_ascii_digit())
             || line.contains('·')
-            || line.contains("╭─[");
+            || line.contains("╭─[")
+            || is_rule_header(line);
         if !quoted {
             assert!(line.chars().count() <= 60, "wider than 60: {line:?}");
         }
@@ -686,4 +697,160 @@ fn simulate_reports_a_missing_role_name_once_at_the_role_rule() {
         f["related"][0]["message"],
         "the program sends the request here"
     );
+}
+
+#[test]
+fn an_output_file_that_is_one_of_the_inputs_is_refused() {
+    let dir = common::temp_dir("usability-output-input");
+    let manifest = common::copy_in(DEMO, &dir);
+    let before = std::fs::read(&manifest).unwrap();
+    std::fs::write(dir.join("credlint.toml"), "fail-on = \"error\"\n").unwrap();
+    std::os::unix::fs::symlink("broken.yaml", dir.join("link.sarif")).unwrap();
+    std::fs::hard_link(&manifest, dir.join("hard.json")).unwrap();
+    for (args, named) in [
+        (
+            &[
+                "check",
+                "broken.yaml",
+                "--format",
+                "json",
+                "--output-file",
+                "broken.yaml",
+            ][..],
+            "--output-file broken.yaml is one of the inputs",
+        ),
+        (
+            &[
+                "check",
+                ".",
+                "--format",
+                "sarif",
+                "--output-file",
+                "link.sarif",
+            ][..],
+            "--output-file link.sarif (the same file as ",
+        ),
+        (
+            &["check", "broken.yaml", "--output-file", "hard.json"][..],
+            "--output-file hard.json (the same file as broken.yaml)",
+        ),
+        (
+            &[
+                "check",
+                "broken.yaml",
+                "--format",
+                "json",
+                "--output-file",
+                "credlint.toml",
+            ][..],
+            "--output-file credlint.toml",
+        ),
+    ] {
+        let out = credlint_in(&dir, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(named), "{args:?}: {}", stderr(&out));
+        assert_eq!(std::fs::read(&manifest).unwrap(), before, "{args:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join("credlint.toml")).unwrap(),
+        "fail-on = \"error\"\n"
+    );
+    let out = credlint_in(
+        &dir,
+        &[
+            "check",
+            "broken.yaml",
+            "--format",
+            "json",
+            "--output-file",
+            "report.json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(dir.join("report.json"))
+            .unwrap()
+            .contains("role-forbidden-verb")
+    );
+}
+
+#[test]
+fn a_report_file_is_never_wrapped_whatever_columns_says() {
+    let dir = common::temp_dir("usability-file-width");
+    let file = dir.join("report.txt");
+    let file_arg = file.to_string_lossy().into_owned();
+    let out = run_env(
+        &[
+            "check",
+            "--no-config",
+            DEMO,
+            "--format",
+            "text",
+            "--output-file",
+            &file_arg,
+            "--format",
+            "concise",
+        ],
+        &[("COLUMNS", "60")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        written.contains(
+            "  × Role grants `list`. The credentials Role may only create, get, patch and delete (ADR-072 point 5).\n"
+        ),
+        "{written}"
+    );
+    assert!(
+        !written.contains('\u{1b}'),
+        "a file gets no colour unless forced"
+    );
+}
+
+#[test]
+fn the_text_report_quotes_a_utf16_file_as_it_was_read() {
+    let dir = common::temp_dir("usability-utf16");
+    // One document: kubectl reads a UTF-16 file as one document (the demo's Role).
+    let demo = std::fs::read_to_string(root().join(DEMO)).unwrap();
+    let role = demo
+        .split("\n---\n")
+        .find(|d| d.contains("\nkind: Role\n"))
+        .unwrap()
+        .to_string()
+        + "\n";
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(role.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    std::fs::create_dir_all(dir.join("utf8")).unwrap();
+    std::fs::create_dir_all(dir.join("utf16")).unwrap();
+    std::fs::write(dir.join("utf8/role.yaml"), &role).unwrap();
+    std::fs::write(dir.join("utf16/role.yaml"), &utf16).unwrap();
+    let report = |sub: &str| {
+        let out = credlint_in(&dir.join(sub), &["check", "--no-config", "role.yaml"]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let utf8 = report("utf8");
+    assert!(utf8.contains("verbs: [get, list, patch]"), "{utf8}");
+    assert_eq!(
+        report("utf16"),
+        utf8,
+        "the UTF-16 file is quoted as its UTF-8 twin"
+    );
+    // Standard input is decoded the same way.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_credlint"))
+        .args(["check", "--no-config", "-"])
+        .current_dir(dir.join("utf8"))
+        .env_remove("COLUMNS")
+        .env_remove("FORCE_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&utf16).unwrap();
+    let piped = stdout(&child.wait_with_output().unwrap());
+    assert_eq!(piped, utf8.replace("[role.yaml:", "[-:"), "{piped}");
 }

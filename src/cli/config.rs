@@ -180,7 +180,7 @@ pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
                     config.credentials_image = None;
                 }
             }
-            "exclude" => config.exclude = reader.strings(key, value),
+            "exclude" => config.exclude = reader.exclude(key, value),
             "per-path" => config.per_path = reader.per_path(value),
             _ => reader.unknown(key, TOP_KEYS, None),
         }
@@ -197,23 +197,24 @@ pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
 /// (`name@sha256:<64 lowercase hex>`), since every Job is compared with it and must itself be
 /// pinned (`job-image-pinned`); an unpinned one would fail every Job instead of being refused.
 pub fn image_problem(image: &str) -> Option<String> {
-    let (name, digest) = match image.rsplit_once('@') {
-        Some(parts) => parts,
-        None => {
-            return Some(format!(
-                "must be pinned by digest (`name@sha256:<64 hex>`): `{image}` has no digest"
-            ));
-        }
-    };
-    let hex = digest.strip_prefix("sha256:").unwrap_or("");
-    let name_ok = !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == '@');
-    let digest_ok = hex.len() == 64
-        && hex
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    (!(name_ok && digest_ok))
+    static PINNED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(&format!("^{IMAGE_NAME}{IMAGE_DIGEST}$")).expect("a valid pattern")
+    });
+    if !image.contains('@') {
+        return Some(format!(
+            "must be pinned by digest (`name@sha256:<64 hex>`): `{image}` has no digest"
+        ));
+    }
+    (!PINNED.is_match(image))
         .then(|| format!("must be `name@sha256:<64 lowercase hex>`: `{image}` is malformed"))
 }
+
+/// A credentials image, as a pattern in two parts: the name (no `@`, no space) and the digest
+/// it is pinned by. The one source of the form: [`image_problem`], the JSON Schema of
+/// credlint.toml (`^NAME DIGEST$`) and, checked by a test, `job-image-pinned`'s CEL, which
+/// matches the digest at the end of each container's image (`matches('DIGEST$')`).
+pub const IMAGE_NAME: &str = "[^@\\s]+";
+pub const IMAGE_DIGEST: &str = "@sha256:[0-9a-f]{64}";
 
 type Key<'i> = Spanned<std::borrow::Cow<'i, str>>;
 type Value<'i> = Spanned<DeValue<'i>>;
@@ -293,7 +294,9 @@ impl Reader<'_> {
                 self.wrong_type("per-path", item, "a list of tables ([[per-path]])");
                 continue;
             };
-            let line = self.header_line(item.span().start);
+            // The span of an entry of an array of tables is its `[[per-path]]` header (that of
+            // an inline table, the table): where the report points.
+            let line = self.line(item.span().start);
             let (mut paths, mut rules, mut reason) = (None, None, None);
             for (key, value) in table.iter() {
                 match key.get_ref().as_ref() {
@@ -340,21 +343,9 @@ impl Reader<'_> {
         out
     }
 
-    /// The line of a `[[per-path]]` header: the table's span starts at its first key, so the
-    /// header is the nearest `[[` line at or above it.
-    fn header_line(&self, offset: usize) -> usize {
-        let before = &self.text[..offset.min(self.text.len())];
-        let at = before
-            .rmatch_indices("[[")
-            .map(|(i, _)| i)
-            .find(|&i| i == 0 || before.as_bytes()[i - 1] == b'\n')
-            .unwrap_or(offset);
-        self.line(at)
-    }
-
     /// `paths`: a non-empty list of globs (`*` within a folder, `**` across folders).
     fn globs(&mut self, key: &Key, value: &Value) -> Option<(Vec<String>, globset::GlobSet)> {
-        let paths = self.strings(key, value)?;
+        let paths = self.strings(key, value, "glob")?;
         if paths.is_empty() {
             self.error(
                 value.span(),
@@ -404,7 +395,12 @@ impl Reader<'_> {
                 ("pragma-misplaced", "scope", Some(v)) => {
                     config.pragma_everywhere = Some(v == "all");
                 }
-                (_, _, Some(_)) => {}
+                // A setting RULE_SETTINGS declares but nothing here applies: said, never
+                // dropped in silence (the test below fails on it first).
+                (_, _, Some(_)) => self.error(
+                    value.span(),
+                    format!("`{name}` of [{table_name}] is not applied by this credlint"),
+                ),
                 (_, _, None) => {
                     let expected: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
                     self.wrong_type(name, value, &expected.join(" or "));
@@ -445,10 +441,7 @@ impl Reader<'_> {
         if self.catalog.rule(id).is_some() || policy {
             return true;
         }
-        let hint = closest(id, self.catalog.rules.iter().map(|r| r.id.as_str()))
-            .map_or("see `credlint rules`".to_string(), |c| {
-                format!("did you mean `{c}`?")
-            });
+        let hint = crate::cli::suggest::unknown_rule_hint(id, self.catalog);
         self.error(span, format!("unknown rule `{id}` ({hint})"));
         false
     }
@@ -469,7 +462,8 @@ impl Reader<'_> {
         Some(ids)
     }
 
-    fn strings(&mut self, key: &Key, value: &Value) -> Option<Vec<String>> {
+    /// A list of non-empty strings, each a `what` (in the message for an empty one).
+    fn strings(&mut self, key: &Key, value: &Value, what: &str) -> Option<Vec<String>> {
         let Some(items) = value.get_ref().as_array() else {
             self.wrong_type(key.get_ref(), value, "a list of strings");
             return None;
@@ -477,18 +471,33 @@ impl Reader<'_> {
         let mut out = Vec::new();
         for item in items.iter() {
             match item.get_ref().as_str() {
-                Some(s) if !s.trim().is_empty() => match crate::load::input::exclude_problem(s) {
-                    // `exclude` is the only list of folders; a root entry would skip them all.
-                    Some(problem) => {
-                        self.error(item.span(), format!("`{}`: {problem}", key.get_ref()))
-                    }
-                    None => out.push(s.to_string()),
-                },
+                Some(s) if !s.trim().is_empty() => out.push(s.to_string()),
                 Some(_) => self.error(
                     item.span(),
-                    format!("`{}` holds an empty folder name", key.get_ref()),
+                    format!("`{}` holds an empty {what}", key.get_ref()),
                 ),
                 None => self.wrong_type(key.get_ref(), item, "a list of strings"),
+            }
+        }
+        Some(out)
+    }
+
+    /// `exclude`: folder names or paths; one naming the walked folder itself would skip
+    /// everything, so it is refused as `--exclude` refuses it.
+    fn exclude(&mut self, key: &Key, value: &Value) -> Option<Vec<String>> {
+        let folders = self.strings(key, value, "folder name")?;
+        let mut out = Vec::new();
+        for (folder, item) in folders.into_iter().zip(
+            value
+                .get_ref()
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|i| i.get_ref().as_str().is_some_and(|s| !s.trim().is_empty())),
+        ) {
+            match crate::load::input::exclude_problem(&folder) {
+                Some(problem) => self.error(item.span(), format!("`{}`: {problem}", key.get_ref())),
+                None => out.push(folder),
             }
         }
         Some(out)
@@ -622,6 +631,86 @@ mod tests {
             errors("exclude = [\"\"]\n"),
             ["credlint.toml:1: `exclude` holds an empty folder name"]
         );
+    }
+
+    #[test]
+    fn a_per_path_entry_points_at_its_header_indented_or_not() {
+        let text = [
+            "[[per-path]]",                           // 1
+            "paths = [\"a/**\"]",                     // 2
+            "ignore = [\"job-ttl\"]",                 // 3
+            "reason = \"x\"",                         // 4
+            "",                                       // 5
+            "# legacy charts",                        // 6
+            "  [[per-path]]",                         // 7
+            "  paths = [\"b/**\"]  # [[not a header", // 8
+            "  ignore = [\"job-ttl\"]",               // 9
+            "  reason = \"y\"",                       // 10
+            "\t[[per-path]]",                         // 11
+            "\t# [[ no header: a comment",            // 12
+            "\treason = \"z\"",                       // 13
+            "\tpaths = [\"c/**\"]",                   // 14
+            "\tignore = [\"job-ttl\"]",               // 15
+        ]
+        .join("\n");
+        let config = parse("credlint.toml", &text).unwrap();
+        let lines: Vec<usize> = config.per_path.iter().map(|p| p.line).collect();
+        assert_eq!(lines, [1, 7, 11], "{text}");
+    }
+
+    #[test]
+    fn the_image_form_is_one_pattern_for_the_file_the_schema_and_the_rule() {
+        let hex = "0123456789abcdef".repeat(4);
+        assert_eq!(
+            image_problem(&format!("reg.example/creds@sha256:{hex}")),
+            None
+        );
+        for bad in [
+            "reg.example/creds:1.0".to_string(),
+            format!("@sha256:{hex}"),
+            format!("a b@sha256:{hex}"),
+            format!("a@b@sha256:{hex}"),
+            format!("reg/creds@sha256:{}", hex.to_uppercase()),
+            format!("reg/creds@sha256:{}", &hex[1..]),
+            format!("reg/creds@sha512:{hex}"),
+            format!("reg/creds@sha256:{hex}\n"),
+        ] {
+            assert!(image_problem(&bad).is_some(), "{bad:?}");
+        }
+        let rule = Catalog::get().rule("job-image-pinned").unwrap();
+        let cel = &rule.object.as_ref().unwrap().validations[0].expression;
+        assert!(
+            cel.contains(&format!("matches('{IMAGE_DIGEST}$')")),
+            "rules/job-image-pinned.yaml matches the digest of IMAGE_DIGEST: {cel}"
+        );
+    }
+
+    #[test]
+    fn every_declared_rule_setting_is_applied() {
+        for (rule, keys) in RULE_SETTINGS {
+            for (key, values, _) in *keys {
+                for value in *values {
+                    let text = format!("[rules.{rule}]\n{key} = \"{value}\"\n");
+                    let config = parse("credlint.toml", &text)
+                        .unwrap_or_else(|e| panic!("{text}: {}", e[0].message));
+                    assert_ne!(config, Config::default(), "{text} sets nothing");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_exclude_is_held_to_the_rules_of_folders_to_skip() {
+        assert_eq!(
+            errors("exclude = [\"./\"]\n"),
+            [
+                "credlint.toml:1: `exclude`: `./` names the walked folder itself, which would exclude every file"
+            ]
+        );
+        let e = errors(
+            "[[per-path]]\npaths = [\"\", \"./\"]\nignore = [\"job-ttl\"]\nreason = \"r\"\n",
+        );
+        assert_eq!(e, ["credlint.toml:2: `paths` holds an empty glob"]);
     }
 
     #[test]

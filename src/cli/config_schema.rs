@@ -81,7 +81,7 @@ pub fn schema() -> Value {
             "fail-on": with_description(severity.clone(), "The lowest severity that fails the run (default: error)."),
             "credentials-image": {
                 "type": "string",
-                "pattern": "^[^@\\s]+@sha256:[0-9a-f]{64}$",
+                "pattern": format!("^{}{}$", super::config::IMAGE_NAME, super::config::IMAGE_DIGEST),
                 "description": "The CREDENTIALS_IMAGE of the versions table, pinned by digest: every credentials Job must run exactly this image."
             },
             "exclude": {

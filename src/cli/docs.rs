@@ -38,13 +38,10 @@ pub fn anchor(heading: &str) -> String {
         .collect()
 }
 
-/// Where to read more: the rule's entry (its URL when Cargo.toml names the repository) and
+/// Where to read more: the address of the rule's entry in docs/rules.md and
 /// the section of the bundle contract it enforces.
 fn references(rule: &Rule) -> Vec<String> {
-    let mut out = vec![format!(
-        "docs:     {}",
-        rule.doc_url().unwrap_or_else(|| rule.doc_path())
-    )];
+    let mut out = vec![format!("docs:     {}", rule.doc_url())];
     if let Some(section) = contract_section(rule) {
         out.push(format!(
             "contract: docs/bundle.md#{} (section {})",

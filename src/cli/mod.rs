@@ -206,15 +206,11 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Text => "text",
-            Format::Json => "json",
-            Format::Sarif => "sarif",
-            Format::Github => "github",
-            Format::Junit => "junit",
-            Format::Concise => "concise",
-        }
+    /// The name `--format` takes (clap's, from the variant).
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
     }
 }
 
@@ -258,7 +254,7 @@ fn threads(asked: Option<usize>) -> Option<usize> {
 
 /// Writes `text` to standard output: a reader that went away (a closed pipe, as `| head` closes
 /// it) is no error; any other failure (a full disk) is `cannot write`, exit 2.
-fn print_out(text: &str) -> ExitCode {
+pub(crate) fn print_out(text: &str) -> ExitCode {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Err(e) => write_failed(&e),
@@ -276,7 +272,7 @@ fn write_failed(e: &std::io::Error) -> ExitCode {
 }
 
 /// Prints a one-line reason and returns exit code 2.
-fn usage_error(message: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("credlint: {message}");
     ExitCode::from(2)
 }
@@ -330,13 +326,20 @@ fn completions(shell: clap_complete::Shell) -> ExitCode {
 /// flags; `Err` carries exit code 2 after the reasons were printed.
 fn settings(args: &ConfigArgs, mut flags: Flags) -> Result<Settings, ExitCode> {
     flags.no_inline_ignores |= args.no_inline_ignores;
-    let config = if args.no_config {
-        settings::ConfigFile::None
-    } else {
-        match &args.config {
-            Some(path) => settings::ConfigFile::Named(path.clone()),
-            None => settings::ConfigFile::Nearest,
-        }
+    resolve_settings(args.config.as_deref(), args.no_config, flags)
+}
+
+/// [`settings`] from `--config FILE` and `--no-config` themselves (`policies` has no
+/// `--no-inline-ignores`).
+pub(crate) fn resolve_settings(
+    config: Option<&std::path::Path>,
+    no_config: bool,
+    flags: Flags,
+) -> Result<Settings, ExitCode> {
+    let config = match (config, no_config) {
+        (_, true) => settings::ConfigFile::None,
+        (Some(path), false) => settings::ConfigFile::Named(path.to_path_buf()),
+        (None, false) => settings::ConfigFile::Nearest,
     };
     Settings::resolve(config, flags).map_err(|problems| {
         for p in &problems {
@@ -423,12 +426,16 @@ fn check(args: CheckArgs) -> ExitCode {
         crate::cli::precommit::narrow(&mut outcome, changed);
     }
     settings::recount(&mut outcome);
+    let read =
+        read_files(&outcome, &settings).chain(args.policies.iter().map(std::path::Path::new));
+    if let Err(e) = output::refuse_inputs(&targets, read) {
+        return usage_error(e);
+    }
     let context = report::Context {
         texts: &texts,
         fail_on: settings.fail_on,
         rules: settings.active_rules(false),
         show_suppressed: args.show_suppressed,
-        color: false,
     };
     let code = output::finish(&outcome, &args.output, &targets, &context);
     if args.timings {
@@ -534,14 +541,29 @@ fn simulate(args: SimulateArgs) -> ExitCode {
         },
     );
     settings::recount(&mut outcome);
+    if let Err(e) = output::refuse_inputs(&targets, read_files(&outcome, &settings)) {
+        return usage_error(e);
+    }
     let context = report::Context {
         texts: &texts,
         fail_on: settings.fail_on,
         rules: settings.active_rules(true),
         show_suppressed: args.show_suppressed,
-        color: false,
     };
     output::finish(&outcome, &args.output, &targets, &context)
+}
+
+/// The files the run read: the manifests (standard input aside) and credlint.toml.
+fn read_files<'a>(
+    outcome: &'a Outcome,
+    settings: &'a Settings,
+) -> impl Iterator<Item = &'a std::path::Path> {
+    outcome
+        .files
+        .iter()
+        .filter(|f| *f != "-")
+        .map(std::path::Path::new)
+        .chain(settings.config_file.iter().map(|(path, _)| path.as_path()))
 }
 
 /// Collects the inputs and runs the engine; `Err` carries the exit code of a run that could not
@@ -617,7 +639,8 @@ fn take_stdin(
         return Ok((files, None));
     }
     let bytes = std::sync::Arc::new(input::read_stdin()?);
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    // Decoded as the engine decodes it, so the text report's offsets match the findings'.
+    let text = crate::load::stream::decode(&bytes).text.into_owned();
     let files = files
         .into_iter()
         .map(|f| match f.origin {
@@ -727,18 +750,8 @@ fn explain(id: &str) -> ExitCode {
         ));
     }
     let Some(rule) = catalog.rule(id) else {
-        let close: Vec<&str> = catalog
-            .rules
-            .iter()
-            .map(|r| r.id.as_str())
-            .filter(|r| r.contains(id) || id.contains(*r))
-            .collect();
-        let hint = if close.is_empty() {
-            "see `credlint rules`".to_string()
-        } else {
-            format!("did you mean {}?", close.join(", "))
-        };
-        return usage_error(format!("unknown rule `{id}`; {hint}"));
+        let hint = suggest::unknown_rule_hint(id, catalog);
+        return usage_error(format!("unknown rule `{id}` ({hint})"));
     };
     print_out(&crate::cli::docs::explain(catalog, rule))
 }

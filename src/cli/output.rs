@@ -13,16 +13,6 @@ use crate::report::{self, terminal};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorArg {
-    /// Colour on a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb say otherwise
-    /// (CLICOLOR_FORCE or FORCE_COLOR force it).
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
 #[derive(clap::Args, Debug, Default, Clone)]
 pub struct OutputArgs {
     /// The report format [default: text]; repeat it with --output-file to write several
@@ -34,8 +24,8 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub output_file: Vec<PathBuf>,
     /// Colour the text report.
-    #[arg(long, value_enum, default_value_t = ColorArg::Auto, value_name = "WHEN")]
-    pub color: ColorArg,
+    #[arg(long, value_enum, default_value_t = terminal::ColorChoice::Auto, value_name = "WHEN")]
+    pub color: terminal::ColorChoice,
     /// Print only the findings: no summary line, no note on suppressed findings.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -61,15 +51,6 @@ pub struct Target {
 }
 
 impl OutputArgs {
-    /// The formats asked for, `text` when none.
-    pub fn formats(&self) -> Vec<Format> {
-        if self.format.is_empty() {
-            vec![Format::Text]
-        } else {
-            self.format.clone()
-        }
-    }
-
     /// The reports to write, paired as the module says; `Err` is a usage error.
     pub fn targets(&self) -> Result<Vec<Target>, String> {
         let (format_at, file_at) = match &self.positions {
@@ -134,7 +115,7 @@ impl OutputArgs {
                 file: None,
             });
         }
-        let to_stdout: Vec<&str> = targets
+        let to_stdout: Vec<String> = targets
             .iter()
             .filter(|t| t.file.is_none())
             .map(|t| t.format.name())
@@ -165,6 +146,42 @@ impl OutputArgs {
         }
         Ok(targets)
     }
+}
+
+/// Refuses a report file that is one of the files the run read (the same file by device and
+/// inode, so a hard or symbolic link to it counts too): writing it would destroy what was
+/// linted, and the text report reads the inputs again after the other reports are written.
+pub fn refuse_inputs<'a>(
+    targets: &[Target],
+    inputs: impl IntoIterator<Item = &'a std::path::Path>,
+) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let identity =
+        |path: &std::path::Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let files: Vec<(&PathBuf, (u64, u64))> = targets
+        .iter()
+        .filter_map(|t| t.file.as_ref())
+        .filter_map(|f| identity(f).map(|id| (f, id)))
+        .collect();
+    if files.is_empty() {
+        return Ok(());
+    }
+    for input in inputs {
+        let Some(id) = identity(input) else { continue };
+        if let Some((file, _)) = files.iter().find(|(_, f)| *f == id) {
+            let same = if file.as_path() == input {
+                String::new()
+            } else {
+                format!(" (the same file as {})", input.display())
+            };
+            return Err(format!(
+                "--output-file {}{same} is one of the inputs: credlint never writes what it \
+                 reads; name another file",
+                file.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Writes every report, then turns the findings into the exit code: suppressed findings and
@@ -239,24 +256,25 @@ fn write_one(
         };
     }
     match target.format {
-        Format::Json => report::json::write_sourced(outcome, helm, out),
-        Format::Sarif => report::sarif::write_sourced(outcome, helm, out),
+        Format::Json => report::json::write(outcome, helm, out),
+        Format::Sarif => report::sarif::write(outcome, helm, out),
         Format::Github => report::github::write(outcome, out),
         Format::Junit => report::junit::write(outcome, context, out),
         Format::Concise => report::concise::write(outcome, helm, output.quiet, out),
         Format::Text => {
-            let choice = match output.color {
-                ColorArg::Auto => terminal::ColorChoice::Auto,
-                ColorArg::Always => terminal::ColorChoice::Always,
-                ColorArg::Never => terminal::ColorChoice::Never,
-            };
             let style = report::text::Style {
-                color: terminal::color(choice, &env, terminal),
+                color: terminal::color(output.color, &env, terminal),
                 show_suppressed: context.show_suppressed,
-                width: terminal::width(&env, terminal, terminal::stdout_columns),
+                // A file is never wrapped, whatever COLUMNS says: it is read by tools and
+                // editors, not on this terminal.
+                width: if target.file.is_some() {
+                    None
+                } else {
+                    terminal::width(&env, terminal, terminal::stdout_columns)
+                },
                 quiet: output.quiet,
             };
-            report::text::write_sourced(outcome, context.texts, helm, &style, out)
+            report::text::write(outcome, context.texts, helm, &style, out)
         }
     }
 }
@@ -267,15 +285,10 @@ pub fn locate(output: &mut OutputArgs, matches: &clap::ArgMatches) {
     let Some((_, sub)) = matches.subcommand() else {
         return;
     };
+    // Both commands that call this define both arguments; one not given has no indices.
     let at = |id: &str| -> Vec<usize> {
-        sub.try_get_raw_occurrences(id)
-            .ok()
-            .flatten()
-            .map(|_| {
-                sub.indices_of(id)
-                    .map(Iterator::collect)
-                    .unwrap_or_default()
-            })
+        sub.indices_of(id)
+            .map(Iterator::collect)
             .unwrap_or_default()
     };
     output.positions = Some((at("format"), at("output_file")));

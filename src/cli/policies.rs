@@ -7,7 +7,8 @@
 //! policy cannot evaluate on it, as Kyverno would report). Objects the API server would refuse
 //! (a `schema` finding) are left out: no policy ever sees them.
 
-use super::settings::{ConfigFile, Flags, Settings};
+use super::settings::{Flags, Settings};
+use super::usage_error;
 use crate::lint::catalog::Catalog;
 use crate::lint::engine::{Engine, Options as EngineOptions};
 use crate::lint::kyverno::{PolicyFile, PolicySet, Verdict};
@@ -63,21 +64,13 @@ pub struct PoliciesArgs {
 }
 
 impl PoliciesArgs {
-    /// The options from the flags alone, as if no credlint.toml were read.
-    pub fn options(&self) -> policy::Options {
-        self.options_with(&Settings::default())
-    }
-
-    /// The options from the flags and the settings (a flag wins over the file).
+    /// The options from the flags and the settings (which hold `--credentials-image` already,
+    /// merged over the file's by [`Settings::resolve`]).
     pub fn options_with(&self, settings: &Settings) -> policy::Options {
         policy::Options {
             flavor: policy_flavor(self.flavor),
             audit: self.audit,
-            credentials_image: self
-                .credentials_image
-                .clone()
-                .or_else(|| settings.credentials_image.clone())
-                .unwrap_or_default(),
+            credentials_image: settings.credentials_image.clone().unwrap_or_default(),
             severity: settings.severity.clone(),
         }
     }
@@ -139,43 +132,19 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-fn usage_error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("credlint: {message}");
-    ExitCode::from(2)
-}
-
 pub fn run(args: PoliciesArgs) -> ExitCode {
-    let config = match (&args.config, args.no_config) {
-        (_, true) => ConfigFile::None,
-        (Some(path), false) => ConfigFile::Named(path.clone()),
-        (None, false) => ConfigFile::Nearest,
-    };
     let flags = Flags {
         credentials_image: args.credentials_image.clone(),
         ..Flags::default()
     };
-    let settings = match Settings::resolve(config, flags) {
+    let settings = match super::resolve_settings(args.config.as_deref(), args.no_config, flags) {
         Ok(settings) => settings,
-        Err(problems) => {
-            for p in &problems {
-                eprintln!("credlint: {p}");
-            }
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let options = args.options_with(&settings);
     let catalog = Catalog::get();
     if args.out.is_none() && !args.check {
-        let text = policy::stream(&generate(catalog, &options, &settings));
-        let mut out = std::io::stdout().lock();
-        let written = std::io::Write::write_all(&mut out, text.as_bytes())
-            .and_then(|_| std::io::Write::flush(&mut out));
-        return match written {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                usage_error(format!("cannot write to standard output: {e}"))
-            }
-            _ => ExitCode::SUCCESS,
-        };
+        return super::print_out(&policy::stream(&generate(catalog, &options, &settings)));
     }
     let dir = args
         .out
@@ -264,18 +233,44 @@ pub fn files_for(
     Ok(out)
 }
 
+/// What stands where `--out` writes a file, read once.
+#[derive(Debug, PartialEq, Eq)]
+enum OnDisk {
+    Missing,
+    /// Exactly the text to write.
+    Same,
+    /// Another text that starts with the generated-file marker: an earlier run's.
+    Generated,
+    /// Anything else: a file credlint did not write, a FIFO, a device, one it cannot read.
+    Foreign(String),
+}
+
+/// Reads what is at `full` the way the inputs are read: a regular file only (a FIFO is never
+/// opened to wait for a writer), bounded, once.
+fn on_disk(full: &Path, text: &str) -> OnDisk {
+    if std::fs::symlink_metadata(full).is_err() {
+        return OnDisk::Missing;
+    }
+    match input::read_bounded(full, input::MAX_INPUT_BYTES) {
+        Ok(bytes) if bytes == text.as_bytes() => OnDisk::Same,
+        Ok(bytes) if bytes.starts_with(MARKER.as_bytes()) => OnDisk::Generated,
+        Ok(_) => OnDisk::Foreign("its first line is not the generated-file marker".into()),
+        Err(e) => OnDisk::Foreign(e),
+    }
+}
+
 /// Files of `dir` that differ from `files`, are missing, or were generated and are no longer.
 pub fn stale_files(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> {
     let mut stale = Vec::new();
     for (path, text) in files {
         let full = dir.join(path);
-        match std::fs::read_to_string(&full) {
-            Ok(on_disk) if on_disk == *text => {}
-            Ok(_) => stale.push(format!(
+        match on_disk(&full, text) {
+            OnDisk::Same => {}
+            OnDisk::Missing => stale.push(format!("{} is missing", full.display())),
+            OnDisk::Generated | OnDisk::Foreign(_) => stale.push(format!(
                 "{} differs from what the rules generate",
                 full.display()
             )),
-            Err(_) => stale.push(format!("{} is missing", full.display())),
         }
     }
     for path in generated_on_disk(dir) {
@@ -294,31 +289,35 @@ pub fn stale_files(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> 
 /// the way that credlint did not generate (no marker on its first line: a hand-written
 /// kustomization.yaml, say) is never replaced: nothing is written and `Err` names them all.
 pub fn write(dir: &Path, files: &BTreeMap<String, String>) -> Result<String, String> {
-    let foreign: Vec<String> = files
+    let found: Vec<(PathBuf, &String, OnDisk)> = files
         .iter()
-        .map(|(path, text)| (dir.join(path), text))
-        .filter(|(full, text)| {
-            std::fs::symlink_metadata(full).is_ok()
-                && !std::fs::read_to_string(full).is_ok_and(|t| t == **text)
-                && !starts_with_marker(full)
+        .map(|(path, text)| {
+            let full = dir.join(path);
+            let state = on_disk(&full, text);
+            (full, text, state)
         })
-        .map(|(full, _)| full.display().to_string())
+        .collect();
+    let foreign: Vec<String> = found
+        .iter()
+        .filter_map(|(full, _, state)| match state {
+            OnDisk::Foreign(why) => Some(format!("{} ({why})", full.display())),
+            _ => None,
+        })
         .collect();
     if !foreign.is_empty() {
         return Err(format!(
-            "not replacing files credlint did not generate (their first line is not \"{MARKER}\"): {}; \
-             move them away or choose another --out folder",
+            "not replacing what credlint did not generate (a generated file's first line is \
+             \"{MARKER}\"): {}; move them away or choose another --out folder",
             foreign.join(", ")
         ));
     }
     let (mut written, mut unchanged, mut removed) = (0, 0, 0);
-    for (path, text) in files {
-        let full = dir.join(path);
-        if std::fs::read_to_string(&full).is_ok_and(|t| t == *text) {
+    for (full, text, state) in &found {
+        if *state == OnDisk::Same {
             unchanged += 1;
             continue;
         }
-        write_atomic(&full, text).map_err(|e| format!("{}: {e}", full.display()))?;
+        write_atomic(full, text).map_err(|e| format!("{}: {e}", full.display()))?;
         written += 1;
     }
     for path in generated_on_disk(dir) {

@@ -78,11 +78,7 @@ impl Settings {
         for id in flags.select.iter().chain(&flags.ignore).flatten() {
             // `policy:<name>` ids come from the --policy files, not the catalog.
             if catalog.rule(id).is_none() && !id.starts_with(crate::lint::kyverno::report::PREFIX) {
-                let hint =
-                    crate::cli::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
-                        .map_or("see `credlint rules`".to_string(), |c| {
-                            format!("did you mean `{c}`?")
-                        });
+                let hint = crate::cli::suggest::unknown_rule_hint(id, catalog);
                 return Err(vec![format!("unknown rule `{id}` ({hint})")]);
             }
         }

@@ -15,6 +15,30 @@ pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
+/// What to say after "unknown rule `id`": the catalog's id one typo away, else the ids that
+/// contain the word (`forbidden-verb`: `role-forbidden-verb`), else where the ids are listed.
+/// One hint for `--select`/`--ignore`, credlint.toml, annotations and `explain`.
+pub fn unknown_rule_hint(id: &str, catalog: &crate::lint::catalog::Catalog) -> String {
+    let ids = || catalog.rules.iter().map(|r| r.id.as_str());
+    if let Some(close) = closest(id, ids()) {
+        return format!("did you mean `{close}`?");
+    }
+    let containing: Vec<String> = if id.chars().count() >= 3 {
+        ids()
+            .filter(|r| r.contains(id))
+            .take(4)
+            .map(|r| format!("`{r}`"))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    match containing.as_slice() {
+        [] => "see `credlint rules`".to_string(),
+        [one] => format!("did you mean {one}?"),
+        [init @ .., last] => format!("did you mean {} or {last}?", init.join(", ")),
+    }
+}
+
 /// Levenshtein distance over characters.
 fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -47,5 +71,25 @@ mod tests {
         );
         assert_eq!(closest("", ["a"]), None);
         assert_eq!(distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn an_unknown_rule_is_told_the_typo_then_the_ids_that_contain_it() {
+        let catalog = crate::lint::catalog::Catalog::get();
+        assert_eq!(
+            unknown_rule_hint("job-tll", catalog),
+            "did you mean `job-ttl`?"
+        );
+        assert_eq!(
+            unknown_rule_hint("forbidden-verb", catalog),
+            "did you mean `role-forbidden-verb`?"
+        );
+        let several = unknown_rule_hint("pragma", catalog);
+        assert!(several.starts_with("did you mean `pragma-"), "{several}");
+        assert!(several.contains(" or `"), "{several}");
+        assert_eq!(
+            unknown_rule_hint("zzzz-nothing", catalog),
+            "see `credlint rules`"
+        );
     }
 }

@@ -62,11 +62,7 @@ pub fn parse(value: &str, catalog: &Catalog) -> Result<Ignore, String> {
             .strip_prefix(POLICY_PREFIX)
             .is_some_and(|name| !name.is_empty());
         if catalog.rule(id).is_none() && !policy {
-            let hint =
-                crate::cli::suggest::closest(id, catalog.rules.iter().map(|r| r.id.as_str()))
-                    .map_or("see `credlint rules`".to_string(), |c| {
-                        format!("did you mean `{c}`?")
-                    });
+            let hint = crate::cli::suggest::unknown_rule_hint(id, catalog);
             return Err(format!(
                 "`{IGNORE_ANNOTATION}` names the unknown rule `{id}` ({hint})"
             ));

@@ -112,11 +112,13 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Where the rule is documented: `docs/rules.md#<id>` in the repository Cargo.toml names
-    /// (`None` until it names one: a made-up address would be worse than none).
-    pub fn doc_url(&self) -> Option<String> {
-        let repository = env!("CARGO_PKG_REPOSITORY").trim_end_matches('/');
-        (!repository.is_empty()).then(|| format!("{repository}/blob/main/{}", self.doc_path()))
+    /// Where the rule is documented: `docs/rules.md#<id>` in the repository Cargo.toml names.
+    pub fn doc_url(&self) -> String {
+        format!(
+            "{}/blob/main/{}",
+            REPOSITORY.trim_end_matches('/'),
+            self.doc_path()
+        )
     }
 
     /// The rule's entry in the repository: `docs/rules.md#<id>`.
@@ -124,6 +126,15 @@ impl Rule {
         format!("docs/rules.md#{}", self.id)
     }
 }
+
+/// The repository Cargo.toml's `repository` names, where the rule documentation lives.
+pub const REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
+
+// A build without it would print rule addresses that lead nowhere.
+const _: () = assert!(
+    !REPOSITORY.is_empty(),
+    "Cargo.toml must name the repository"
+);
 
 #[derive(Debug)]
 pub struct Catalog {

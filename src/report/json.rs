@@ -115,12 +115,9 @@ pub fn finding<'a>(f: &'a Finding, files: &'a [String]) -> JsonFinding<'a> {
     }
 }
 
-pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    write_sourced(outcome, &super::helm::Sources::default(), out)
-}
-
-/// [`write`], with each finding's Helm template as `source`.
-pub fn write_sourced(
+/// The report, with each finding's Helm template as `source` (`helm`: none for
+/// `Sources::default()`).
+pub fn write(
     outcome: &Outcome,
     helm: &super::helm::Sources,
     out: &mut dyn std::io::Write,

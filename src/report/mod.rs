@@ -22,8 +22,6 @@ pub struct Context<'a> {
     pub rules: Vec<&'a str>,
     /// Text: list suppressed findings, not only count them.
     pub show_suppressed: bool,
-    /// Text: colours, for a terminal.
-    pub color: bool,
 }
 
 /// The display path of file `i` of the run.
@@ -47,17 +45,8 @@ impl Texts {
         let bytes =
             crate::load::input::read_bounded(path.as_ref(), crate::load::input::MAX_INPUT_BYTES)
                 .ok()?;
-        // Invalid UTF-8 is shown as U+FFFD only where it stands; lines stay where they were.
-        Some(match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => e
-                .into_bytes()
-                .utf8_chunks()
-                .flat_map(|c| {
-                    let bad = "?".repeat(c.invalid().len());
-                    [c.valid().to_string(), bad]
-                })
-                .collect(),
-        })
+        // Decoded as the run decoded it (UTF-16 too), so the findings' offsets fall where they
+        // did: a byte that is not UTF-8 is one `?`.
+        Some(crate::load::stream::decode(&bytes).text.into_owned())
     }
 }

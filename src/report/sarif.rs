@@ -40,8 +40,7 @@ struct Tool<'a> {
 struct Driver<'a> {
     name: &'static str,
     version: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    information_uri: Option<&'static str>,
+    information_uri: &'static str,
     rules: Vec<Rule<'a>>,
 }
 
@@ -52,8 +51,7 @@ struct Rule<'a> {
     short_description: Text,
     full_description: Text,
     help: Help,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    help_uri: Option<String>,
+    help_uri: String,
     default_configuration: Configuration,
     properties: RuleProperties<'a>,
 }
@@ -162,12 +160,9 @@ struct ResultProperties<'a> {
     source: Option<&'a str>,
 }
 
-/// Where the tool is documented: the package's homepage or repository, once Cargo.toml names
-/// one (SARIF wants an absolute URI, so nothing is made up when it does not).
-fn information_uri() -> Option<&'static str> {
-    [env!("CARGO_PKG_HOMEPAGE"), env!("CARGO_PKG_REPOSITORY")]
-        .into_iter()
-        .find(|u| !u.is_empty())
+/// Where the tool is documented: the repository Cargo.toml names (SARIF wants an absolute URI).
+fn information_uri() -> &'static str {
+    crate::lint::catalog::REPOSITORY
 }
 
 fn level(severity: Severity) -> &'static str {
@@ -177,12 +172,9 @@ fn level(severity: Severity) -> &'static str {
     }
 }
 
-pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    write_sourced(outcome, &super::helm::Sources::default(), out)
-}
-
-/// [`write`], with each finding's Helm template in its message and `properties.source`.
-pub fn write_sourced(
+/// The report, with each finding's Helm template in its message and `properties.source`
+/// (`helm`: none for `Sources::default()`).
+pub fn write(
     outcome: &Outcome,
     helm: &super::helm::Sources,
     out: &mut dyn std::io::Write,

@@ -2,10 +2,11 @@
 //! it, from `--color`, the usual environment variables and the terminal. The decisions take the
 //! environment as a function, so tests give their own.
 
-/// `--color`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `--color` (its values and their help are clap's, so the flag and the decision are one type).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {
-    /// Colour on a terminal, unless the environment says otherwise.
+    /// Colour on a terminal, unless NO_COLOR, CLICOLOR=0 or TERM=dumb say otherwise
+    /// (CLICOLOR_FORCE or FORCE_COLOR force it).
     #[default]
     Auto,
     Always,

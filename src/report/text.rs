@@ -134,17 +134,9 @@ pub struct Style {
     pub quiet: bool,
 }
 
+/// The report, with the Helm template each finding comes from (`helm`: none for
+/// `Sources::default()`).
 pub fn write(
-    outcome: &Outcome,
-    texts: &Texts,
-    style: &Style,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    write_sourced(outcome, texts, &super::helm::Sources::default(), style, out)
-}
-
-/// [`write`], with the Helm template each finding comes from.
-pub fn write_sourced(
     outcome: &Outcome,
     texts: &Texts,
     helm: &super::helm::Sources,
@@ -341,9 +333,7 @@ fn diagnostic(
         .with_severity(severity);
     if let Some(rule) = catalog.rule(&f.rule) {
         d = d.with_help(rule.remediation.clone());
-        if let Some(url) = rule.doc_url() {
-            d = d.with_url(url);
-        }
+        d = d.with_url(rule.doc_url());
     }
     if with_source {
         let mut labels = vec![LabeledSpan::new_primary_with_span(

@@ -65,6 +65,7 @@ pub fn rules_on<'o>(
 /// The JSON report, as `--format json` writes it.
 pub fn report(outcome: &Outcome) -> Vec<u8> {
     let mut out = Vec::new();
-    crate::report::json::write(outcome, &mut out).expect("writing to memory cannot fail");
+    crate::report::json::write(outcome, &Default::default(), &mut out)
+        .expect("writing to memory cannot fail");
     out
 }
