@@ -294,6 +294,7 @@ fn the_json_example_of_the_output_page_is_real_output() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_credlint"))
         .args(args)
         .current_dir(root)
+        .env("CREDLINT_CACHE_DIR", test_cache())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -333,6 +334,7 @@ fn rule_urls_point_at_their_entry_in_the_repository() {
         std::process::Command::new(env!("CARGO_BIN_EXE_credlint"))
             .args(args)
             .current_dir(root)
+            .env("CREDLINT_CACHE_DIR", test_cache())
             .output()
             .unwrap()
     };
@@ -358,4 +360,10 @@ fn rule_urls_point_at_their_entry_in_the_repository() {
         )),
         "{explained}"
     );
+}
+
+/// Where the runs of the binary keep their cache: under cargo's folder for test output, not in
+/// the repository.
+fn test_cache() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("credlint-cache")
 }

@@ -425,10 +425,9 @@ fn a_fifo_in_the_out_folder_is_refused_not_waited_on() {
     // SAFETY: a NUL-terminated path; mkfifo reads it and keeps nothing.
     assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
     let spawn = |extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_credlint"))
+        common::command()
             .args(["policies", "--out", &out_arg])
             .args(extra)
-            .current_dir(common::root())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -81,7 +81,8 @@ fn on_terminal(cols: u16, args: &[&str], env: &[(&str, &str)]) -> (Output, Strin
         .args(["-c", UNDER_PTY, "40", &cols.to_string()])
         .arg(env!("CARGO_BIN_EXE_credlint"))
         .args(args)
-        .current_dir(root());
+        .current_dir(root())
+        .env("CREDLINT_CACHE_DIR", common::cache_dir());
     for name in LOOK {
         command.env_remove(name);
     }
@@ -96,7 +97,10 @@ fn on_terminal(cols: u16, args: &[&str], env: &[(&str, &str)]) -> (Output, Strin
 /// `credlint ARGS` with standard output into a pipe.
 fn piped(args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_credlint"));
-    command.args(args).current_dir(root());
+    command
+        .args(args)
+        .current_dir(root())
+        .env("CREDLINT_CACHE_DIR", common::cache_dir());
     for name in LOOK {
         command.env_remove(name);
     }
