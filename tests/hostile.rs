@@ -1167,6 +1167,35 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
     }
 }
 
+#[test]
+fn a_plan_simulate_cannot_run_skips_its_bundle_only() {
+    if which("python3").is_err() {
+        eprintln!("SKIPPED python3 is not installed");
+        return;
+    }
+    let dir = temp_dir("unsimulable-plan");
+    let script = std::fs::read_to_string(root().join("fixtures/runtime/create.py")).unwrap();
+    let good = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+    // More planned Secrets than the fake namespace holds: this plan is not simulated.
+    let mut big =
+        credlint::testkit::render::Spec::example("shop", "shop-big", "component", &script);
+    big.secrets = (0..65)
+        .map(|i| (format!("shop-big-s{i}"), vec!["password".to_string()]))
+        .collect();
+    std::fs::write(dir.join("good.yaml"), good.render()).unwrap();
+    std::fs::write(dir.join("big.yaml"), big.render()).unwrap();
+    let display = dir.to_string_lossy().into_owned();
+    let run = credlint(&["simulate", "--format", "json", "--timeout", "20", &display]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("shop-big") && run.stderr.contains("is not simulated"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("shop-db"), "{}", run.stderr);
+    assert_eq!(report(&run)["findings"], serde_json::json!([]));
+}
+
 /// Runs `credlint simulate --format json` on a component bundle whose create.py is the correct
 /// program of fixtures/runtime with `prefix` run first.
 fn simulate_with_prefix(name: &str, prefix: &str) -> (Run, Vec<(String, String)>) {

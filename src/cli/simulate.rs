@@ -97,7 +97,18 @@ pub fn run(
     ordered.sort_by_key(|(i, _)| *i);
     for (i, result) in ordered {
         let (bundle, _) = &work[i];
-        let findings = result?;
+        let findings = match result {
+            Ok(findings) => findings,
+            // One bundle's plan is no reason to drop the findings of the others.
+            Err(SimError::InvalidPlan(reason)) => {
+                skipped.push(Skipped {
+                    bundle: bundle.id(),
+                    reason: format!("its plan cannot be simulated: {reason}"),
+                });
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let Some(cm) = bundle.first(MemberKind::ConfigMap) else {
             continue;
         };

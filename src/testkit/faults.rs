@@ -36,40 +36,10 @@ const fn family(rule: &'static str) -> Family {
 }
 
 /// Rules no mutation of a bundle can produce, and why.
-pub const UNREACHABLE: &[(&str, &str)] = &[
-    (
-        "policy-unsupported",
-        "it is about a Kyverno policy file given with `check --policy`, not about a manifest",
-    ),
-    // Runtime rules added with the External Secrets controller and the sandbox report: each is
-    // proven by a broken program in fixtures/runtime/broken/ (simulate's tests), not yet by a
-    // generated mutant.
-    (
-        "runtime-adoption-order",
-        "no mutant yet: fixtures/runtime/broken/writes-before-adopting.py and \
-         deletes-generators-first.py",
-    ),
-    (
-        "runtime-predictable-value",
-        "no mutant yet: fixtures/runtime/broken/hex-value.py",
-    ),
-    (
-        "runtime-sandbox-escape",
-        "no mutant yet: fixtures/runtime/broken/connects-elsewhere.py",
-    ),
-    (
-        "runtime-unguarded-patch",
-        "no mutant yet: fixtures/runtime/broken/patch-without-test.py and writes-twice.py",
-    ),
-    (
-        "runtime-value-leaked",
-        "no mutant yet: fixtures/runtime/broken/prints-value.py",
-    ),
-    (
-        "runtime-weak-random",
-        "no mutant yet: fixtures/runtime/broken/seeded-random.py",
-    ),
-];
+pub const UNREACHABLE: &[(&str, &str)] = &[(
+    "policy-unsupported",
+    "it is about a Kyverno policy file given with `check --policy`, not about a manifest",
+)];
 
 pub const FAMILIES: &[Family] = &[
     Family {
@@ -284,6 +254,36 @@ pub const FAMILIES: &[Family] = &[
         spec: Some(does_nothing),
         simulate: true,
         ..family("runtime-incomplete")
+    },
+    Family {
+        spec: Some(adopts_out_of_order),
+        simulate: true,
+        ..family("runtime-adoption-order")
+    },
+    Family {
+        spec: Some(predictable_values),
+        simulate: true,
+        ..family("runtime-predictable-value")
+    },
+    Family {
+        spec: Some(escapes_sandbox),
+        simulate: true,
+        ..family("runtime-sandbox-escape")
+    },
+    Family {
+        spec: Some(unguarded_patch),
+        simulate: true,
+        ..family("runtime-unguarded-patch")
+    },
+    Family {
+        spec: Some(leaks_value),
+        simulate: true,
+        ..family("runtime-value-leaked")
+    },
+    // Read from the program's text by `check`, not simulated.
+    Family {
+        spec: Some(weak_random),
+        ..family("runtime-weak-random")
     },
 ];
 
@@ -896,6 +896,137 @@ fn restarts_correct_server(c: &mut dyn Choices, draft: &mut Draft) {
 
 fn does_nothing(_: &mut dyn Choices, draft: &mut Draft) {
     edit(draft, "    api = Api()\n", "    return 0\n", true);
+}
+
+/// Point 3's order broken one of three ways: Secrets written before the adoption, no wait for
+/// the ExternalSecret to go, or the retired generators deleted while it still exists.
+fn adopts_out_of_order(c: &mut dyn Choices, draft: &mut Draft) {
+    match c.below(3) {
+        0 => {
+            edit(draft, "    adopt(api, plan)\n", "", false);
+            edit(
+                draft,
+                "    repair_servers(api, plan, data_by_secret)\n",
+                "    adopt(api, plan)\n    repair_servers(api, plan, data_by_secret)\n",
+                false,
+            );
+        }
+        1 => edit(
+            draft,
+            "        wait_until_gone(api, path, name)\n",
+            "        pass\n",
+            false,
+        ),
+        _ => {
+            // Only a plan that retires generators has any to delete too early.
+            let spec = &mut draft.bundle.spec;
+            if spec.generators.is_empty() {
+                spec.generators.push(format!("{}-password0", spec.owner));
+            }
+            // Before the loop that deletes the ExternalSecrets, instead of after the wait.
+            let at = "    for name, path, es in found:\n";
+            let early = "    for generator in plan[\"retiredGenerators\"]:\n        \
+                 api.expect(\"DELETE\", api.path(\"generators.external-secrets.io/v1alpha1\", \
+                 \"passwords\", generator), (200, 202, 404))\n";
+            edit(draft, at, &format!("{early}{at}"), false);
+        }
+    }
+}
+
+/// Values of the planned length that are not random enough: hex, digits only, or a fixed part.
+fn predictable_values(c: &mut dyn Choices, draft: &mut Draft) {
+    let body = *c.pick(&[
+        "    return secrets.token_hex(length)[:length]\n",
+        "    return \"\".join(secrets.choice(string.digits) for _ in range(length))\n",
+        "    return (\"Kx9\" + \"\".join(secrets.choice(ALPHABET) for _ in range(length)))[:length]\n",
+    ]);
+    edit(
+        draft,
+        "    return \"\".join(secrets.choice(ALPHABET) for _ in range(length))\n",
+        body,
+        false,
+    );
+}
+
+/// A reach beyond the run folder and the fake servers, made as the program starts.
+fn escapes_sandbox(c: &mut dyn Choices, draft: &mut Draft) {
+    let line = *c.pick(&[
+        "socket.socket().connect_ex((\"127.0.0.1\", 9))\n",
+        "os.listdir(\"/\")\n",
+        "os.system(\"true\")\n",
+    ]);
+    edit(draft, "import urllib.request\n", line, true);
+}
+
+/// A patch whose first operation does not test the resourceVersion, or a second write.
+fn unguarded_patch(c: &mut dyn Choices, draft: &mut Draft) {
+    match c.below(3) {
+        0 => edit(
+            draft,
+            "\"path\": \"/metadata/resourceVersion\", \"value\": meta.get(\"resourceVersion\")}]",
+            "\"path\": \"/metadata/name\", \"value\": meta.get(\"name\")}]",
+            false,
+        ),
+        1 => edit(
+            draft,
+            "        status, patched = api.expect(\"PATCH\"",
+            "        ops.append(ops.pop(0))\n        status, patched = api.expect(\"PATCH\"",
+            false,
+        ),
+        _ => edit(
+            draft,
+            "            log(\"created Secret %s\" % name)\n",
+            "            ops = [{\"op\": \"test\", \"path\": \"/metadata/resourceVersion\", \
+             \"value\": created[\"metadata\"][\"resourceVersion\"]}, {\"op\": \"add\", \
+             \"path\": \"/metadata/labels/credentials-created\", \"value\": \"true\"}]\n            \
+             created = api.expect(\"PATCH\", path, (200,), ops, \"application/json-patch+json\")[1]\n",
+            true,
+        ),
+    }
+}
+
+/// A created value on standard error (base64 or a 12-character part) or in the exit message.
+fn leaks_value(c: &mut dyn Choices, draft: &mut Draft) {
+    let line = *c.pick(&[
+        "            log(\"created Secret %s: %s\" % (name, body[\"data\"]))\n",
+        "            log(\"created Secret %s (%s...)\" % (name, \
+         base64.b64decode(next(iter(body[\"data\"].values()))).decode()[:12]))\n",
+        "            log(\"created Secret %s\" % name)\n            \
+         open(\"/dev/termination-log\", \"w\").write(json.dumps(body[\"data\"]))\n",
+    ]);
+    edit(
+        draft,
+        "            log(\"created Secret %s\" % name)\n",
+        line,
+        false,
+    );
+}
+
+/// Generation from a source the text shows to be predictable.
+fn weak_random(c: &mut dyn Choices, draft: &mut Draft) {
+    let (module, body) = *c.pick(&[
+        (
+            "random",
+            "    return \"\".join(random.choice(ALPHABET) for _ in range(length))\n",
+        ),
+        ("uuid", "    return (uuid.uuid1().hex * 4)[:length]\n"),
+        (
+            "hashlib",
+            "    return (hashlib.sha256(str(time.time()).encode()).hexdigest() * 4)[:length]\n",
+        ),
+    ]);
+    edit(
+        draft,
+        "import base64\n",
+        &format!("import {module}\n"),
+        true,
+    );
+    edit(
+        draft,
+        "    return \"\".join(secrets.choice(ALPHABET) for _ in range(length))\n",
+        body,
+        false,
+    );
 }
 
 fn eso_generator(c: &mut dyn Choices, draft: &mut Draft) {

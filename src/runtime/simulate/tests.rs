@@ -208,9 +208,9 @@ fn assert_alt_clean(kind: &str) {
 
 #[test]
 fn a_second_program_written_from_the_adr_passes_every_scenario_for_each_kind() {
-    // Written from ADR-072 points 2-4 in another style (http.client on one connection, a
-    // list of changes turned into the patch, other probes): the scenarios judge behaviour,
-    // not one implementation.
+    // Written independently from ADR-072 points 2-4, without reading create.py, in its own
+    // style (stringData, the delete policy in the query, rejection sampling, other probes):
+    // the scenarios judge behaviour, not one implementation.
     for kind in ["cache", "broker", "bucket", "component"] {
         assert_alt_clean(kind);
     }
