@@ -1,6 +1,8 @@
-//! Runs the program once, bounded: its own process group, output to files in the run folder
-//! (no pipe that a lingering grandchild could hold open), a deadline, and the whole group
-//! killed before the child is reaped on every path, so that no process of it outlives the run.
+//! Runs the program once, bounded: its own process group, each output stream read from a pipe
+//! by a thread of its own (the first [`OUTPUT_CAP`] bytes kept, the rest read and dropped, and
+//! the reading stopped once the run is over, so that a lingering grandchild holding the pipe
+//! cannot keep it open), a deadline, and the whole group killed before the child is reaped on
+//! every path, so that no process of it outlives the run.
 //!
 //! A process group is not enough: a program can leave it (`setsid()`, a double fork). So
 //! credlint makes itself the subreaper of everything it starts (`PR_SET_CHILD_SUBREAPER`): a
@@ -391,7 +393,9 @@ pub fn resolve_python(
     }
     let succeeded = guard.exited() && guard.finish().is_ok_and(|s| s.success());
     drop(guard);
-    let found = fs::read_to_string(&out_path).unwrap_or_default();
+    // A path, so a few KiB at most: an interpreter given by `--python` that prints more is
+    // not one to trust with the lookup.
+    let found = head(&out_path, 4096);
     let _ = fs::remove_file(&out_path);
     let found = PathBuf::from(found.trim());
     Ok(if succeeded && found.is_absolute() && found.is_file() {

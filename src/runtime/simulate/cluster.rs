@@ -359,6 +359,14 @@ impl Cluster {
             text.push('\n');
             text.push_str(&String::from_utf8_lossy(body));
         }
+        self.keep_sent(label, text);
+    }
+
+    /// Keeps `text` as something `label` wrote outside Secret data, within the run's bound.
+    fn keep_sent(&mut self, label: &str, mut text: String) {
+        if self.sent_bytes >= MAX_SENT {
+            return;
+        }
         let mut cut = text.len().min(64 * 1024);
         while !text.is_char_boundary(cut) {
             cut -= 1;
@@ -739,6 +747,19 @@ impl Cluster {
         } else {
             self.external_secret_targeting(&name)
         };
+        if changed
+            && !by_gc
+            && let Some(stored) = self.secrets.get(&name)
+        {
+            // What the write left outside data: a JSON patch can `copy` or `move` a value from
+            // /data into a label or annotation without the request ever carrying it.
+            let mut outside = stored.clone();
+            if let Some(o) = outside.as_object_mut() {
+                o.remove("data");
+                o.remove("stringData");
+            }
+            self.keep_sent(label, format!("{label}\n{outside}"));
+        }
         if changed {
             self.secret_changed(&name, label);
         }
@@ -1027,20 +1048,12 @@ impl Cluster {
         let Ok(patch) = serde_json::from_slice::<Value>(req.body) else {
             return Err(bad_request("the patch is not JSON"));
         };
-        let media = req
-            .content_type
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+        let media = media_type(req.content_type);
         match media.as_str() {
-            "application/json-patch+json" => {
-                apply_json_patch(&current, &patch).map_err(|e| match e {
-                    PatchError::Malformed(m) => bad_request(&m),
-                    PatchError::Failed(m) => status_error(422, "Invalid", &m, "", ""),
-                })
-            }
+            JSON_PATCH => apply_json_patch(&current, &patch).map_err(|e| match e {
+                PatchError::Malformed(m) => bad_request(&m),
+                PatchError::Failed(m) => status_error(422, "Invalid", &m, "", ""),
+            }),
             // A Secret has no lists with merge keys a program would patch, so a strategic merge
             // patch acts as a merge patch here.
             "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
@@ -1317,16 +1330,25 @@ impl Cluster {
     }
 }
 
+const JSON_PATCH: &str = "application/json-patch+json";
+
+/// The media type of a Content-Type header, without parameters, lowercased.
+fn media_type(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
 /// Drops the values a Secret write may carry (`data`, `stringData`, and the values of patch
 /// operations on `/data`) from a request body; what is left must never hold a value.
 fn strip_secret_data(body: &mut Value, resource: &str, content_type: &str) {
     if resource != "secrets" {
         return;
     }
-    let json_patch = content_type
-        .split(';')
-        .next()
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json-patch+json"));
+    let json_patch = media_type(content_type) == JSON_PATCH;
     match body {
         Value::Array(ops) if json_patch => {
             for op in ops.iter_mut() {
@@ -1352,11 +1374,7 @@ fn strip_secret_data(body: &mut Value, resource: &str, content_type: &str) {
 /// A JSON patch whose first operation tests `/metadata/resourceVersion` (ADR-072 point 2);
 /// a merge patch has no operations, so it never is.
 fn guarded_patch(req: &ApiRequest<'_>) -> bool {
-    let json_patch = req
-        .content_type
-        .split(';')
-        .next()
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json-patch+json"));
+    let json_patch = media_type(req.content_type) == JSON_PATCH;
     let first = serde_json::from_slice::<Value>(req.body)
         .ok()
         .and_then(|v| v.as_array().and_then(|ops| ops.first().cloned()));

@@ -104,22 +104,26 @@ impl Drop for RunDir {
 }
 
 fn remove_tree(path: &Path) {
-    {
-        // A program may have left read-only folders behind; make them removable first.
-        fn unlock(dir: &Path) {
-            if let Ok(entries) = fs::read_dir(dir) {
-                for entry in entries.flatten() {
-                    let path = entry.path();
-                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                        let _ = fs::set_permissions(&path, fs::Permissions::from_mode(0o700));
-                        unlock(&path);
-                    }
-                }
+    if fs::remove_dir_all(path).is_err() {
+        // A program may have left read-only folders behind; make them removable, then retry.
+        unlock(path, 0);
+        let _ = fs::remove_dir_all(path);
+    }
+}
+
+/// Makes every folder under `dir` writable again, to a bounded depth (a program could nest
+/// folders deep enough to exhaust the stack of an unbounded walk).
+fn unlock(dir: &Path, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = fs::set_permissions(&path, fs::Permissions::from_mode(0o700));
+                unlock(&path, depth + 1);
             }
-        }
-        if fs::remove_dir_all(path).is_err() {
-            unlock(path);
-            let _ = fs::remove_dir_all(path);
         }
     }
 }

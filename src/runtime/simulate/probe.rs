@@ -55,11 +55,11 @@ fn take_line(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     Some(line)
 }
 
-/// One RESP command (array of bulk strings, or an inline command) from `buf`, if complete.
-/// `Err` means a protocol error.
 /// A parsed command and how many bytes it took.
 type Parsed = (Vec<Vec<u8>>, usize);
 
+/// One RESP command (array of bulk strings, or an inline command) from `buf`, if complete.
+/// `Err` means a protocol error.
 fn parse_command(buf: &[u8]) -> Option<Result<Parsed, ()>> {
     let line_end = buf.windows(2).position(|w| w == b"\r\n")?;
     if buf.first() != Some(&b'*') {

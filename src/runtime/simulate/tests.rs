@@ -1040,6 +1040,34 @@ fn call(
 }
 
 const SECRETS: &str = "/api/v1/namespaces/shop/secrets";
+
+#[test]
+fn a_value_a_patch_copies_out_of_data_is_seen_where_it_lands() {
+    let ctx = context(Case::of("component").role());
+    let value = "c2VjcmV0LXZhbHVlLTEyMzQ1Njc4OQ==";
+    lock(&ctx.cluster).seed_secret(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "shop-api-session", "labels": {}}, "data": {"password": value}}));
+    let ops = json!([{"op": "copy", "from": "/data/password", "path": "/metadata/labels/hint"}]);
+    let (status, _) = call(
+        &ctx,
+        "PATCH",
+        "/api/v1/namespaces/shop/secrets/shop-api-session",
+        "application/json-patch+json",
+        ops,
+    );
+    assert_eq!(status, 200);
+    let sent: Vec<String> = lock(&ctx.cluster)
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            cluster::Event::Sent { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    // The request holds no value; the label it made does.
+    assert!(!sent[0].contains(value), "{sent:?}");
+    assert!(sent.iter().any(|t| t.contains(value)), "{sent:?}");
+}
 const A: &str = "/api/v1/namespaces/shop/secrets/a";
 
 #[test]

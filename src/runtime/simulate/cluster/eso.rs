@@ -149,9 +149,10 @@ fn synced(es: &Value) -> bool {
             .is_some_and(|s| !s.is_empty())
 }
 
-/// ESO's shouldRefresh, without a clock: CreatedOnce and OnChange from the status alone (the
-/// program cannot change an ExternalSecret's spec), Periodic only before its first sync or
-/// when its interval is not zero and, the fake having no clock, never because time passed.
+/// ESO's shouldRefresh, without a clock: CreatedOnce and OnChange decide from the status alone
+/// (the program cannot change an ExternalSecret's spec), and Periodic would also refresh once
+/// its interval has passed, which never happens here. So every policy refreshes exactly while
+/// no completed sync is recorded.
 fn should_refresh(es: &Value) -> bool {
     !synced(es)
 }
