@@ -474,6 +474,84 @@ fn a_path_through_a_file_is_unreadable_and_the_rest_is_still_linted() {
 }
 
 #[test]
+fn a_file_name_that_is_not_utf8_is_linted_and_shown_lossily() {
+    use std::os::unix::ffi::OsStrExt;
+    // Linux file names are bytes; pre-commit passes them as they are.
+    let dir = temp_dir("not-utf8");
+    let name = OsStr::from_bytes(b"bundle-\xff\xfe.yaml");
+    let path = dir.join(name);
+    std::fs::write(&path, bundle()).unwrap();
+    let shown = path.to_string_lossy().into_owned();
+    assert!(shown.ends_with("bundle-\u{FFFD}\u{FFFD}.yaml"), "{shown}");
+    let arg = |s: &'static str| OsStr::new(s);
+    let run = credlint(&[arg("check"), arg("--format"), arg("json"), path.as_os_str()]);
+    sane("a file name that is not UTF-8", &run, 1);
+    faults_kept("a file name that is not UTF-8", &run, &shown, 0);
+    // The text report names it the same way.
+    let run = credlint(&[arg("check"), path.as_os_str()]);
+    sane("a file name that is not UTF-8, text", &run, 1);
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains(&format!("at {shown}:27:18")),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    // SARIF: a valid document whose results point at the file (its URI percent-encoded).
+    let run = credlint(&[
+        arg("check"),
+        arg("--format"),
+        arg("sarif"),
+        path.as_os_str(),
+    ]);
+    sane("a file name that is not UTF-8, SARIF", &run, 1);
+    let sarif = report(&run);
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{sarif}");
+    for r in results {
+        let uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap();
+        assert!(uri.ends_with("bundle-%EF%BF%BD%EF%BF%BD.yaml"), "{uri}");
+    }
+    // As the pre-commit hook runs it: from the repository, the changed file by its own name.
+    let run = spawn(
+        OsStr::new(env!("CARGO_BIN_EXE_credlint")),
+        &[
+            arg("check"),
+            arg("--pre-commit"),
+            arg("--format"),
+            arg("json"),
+            name,
+        ],
+        &dir,
+    );
+    sane("a file name that is not UTF-8, --pre-commit", &run, 1);
+    faults_kept(
+        "a file name that is not UTF-8, --pre-commit",
+        &run,
+        "bundle-\u{FFFD}\u{FFFD}.yaml",
+        0,
+    );
+    // A missing one is exit 2, named the same way, and the rest is still linted.
+    let missing = dir.join(OsStr::from_bytes(b"gone-\xff.yaml"));
+    let run = credlint(&[
+        arg("check"),
+        arg("--format"),
+        arg("json"),
+        path.as_os_str(),
+        missing.as_os_str(),
+    ]);
+    sane("a missing file name that is not UTF-8", &run, 2);
+    assert!(
+        run.stderr
+            .contains(&format!("{}: no such file", missing.to_string_lossy())),
+        "{}",
+        run.stderr
+    );
+    faults_kept("beside a missing name that is not UTF-8", &run, &shown, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_file_without_read_permission_is_unreadable() {
     let dir = temp_dir("unreadable");
     std::fs::write(dir.join("bundle.yaml"), bundle()).unwrap();
