@@ -501,6 +501,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
     let sim = crate::runtime::simulate::SimOptions {
         python: args.python.clone(),
         timeout: std::time::Duration::from_secs(args.timeout),
+        confine: true,
     };
     let simulated = crate::cli::simulate::run(&outcome.bundles, &sim);
     while crate::runtime::simulate::stopping() {
