@@ -474,6 +474,84 @@ fn a_path_through_a_file_is_unreadable_and_the_rest_is_still_linted() {
 }
 
 #[test]
+fn a_file_name_that_is_not_utf8_is_linted_and_shown_lossily() {
+    use std::os::unix::ffi::OsStrExt;
+    // Linux file names are bytes; pre-commit passes them as they are.
+    let dir = temp_dir("not-utf8");
+    let name = OsStr::from_bytes(b"bundle-\xff\xfe.yaml");
+    let path = dir.join(name);
+    std::fs::write(&path, bundle()).unwrap();
+    let shown = path.to_string_lossy().into_owned();
+    assert!(shown.ends_with("bundle-\u{FFFD}\u{FFFD}.yaml"), "{shown}");
+    let arg = |s: &'static str| OsStr::new(s);
+    let run = credlint(&[arg("check"), arg("--format"), arg("json"), path.as_os_str()]);
+    sane("a file name that is not UTF-8", &run, 1);
+    faults_kept("a file name that is not UTF-8", &run, &shown, 0);
+    // The text report names it the same way.
+    let run = credlint(&[arg("check"), path.as_os_str()]);
+    sane("a file name that is not UTF-8, text", &run, 1);
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains(&format!("at {shown}:27:18")),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    // SARIF: a valid document whose results point at the file (its URI percent-encoded).
+    let run = credlint(&[
+        arg("check"),
+        arg("--format"),
+        arg("sarif"),
+        path.as_os_str(),
+    ]);
+    sane("a file name that is not UTF-8, SARIF", &run, 1);
+    let sarif = report(&run);
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{sarif}");
+    for r in results {
+        let uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap();
+        assert!(uri.ends_with("bundle-%EF%BF%BD%EF%BF%BD.yaml"), "{uri}");
+    }
+    // As the pre-commit hook runs it: from the repository, the changed file by its own name.
+    let run = spawn(
+        OsStr::new(env!("CARGO_BIN_EXE_credlint")),
+        &[
+            arg("check"),
+            arg("--pre-commit"),
+            arg("--format"),
+            arg("json"),
+            name,
+        ],
+        &dir,
+    );
+    sane("a file name that is not UTF-8, --pre-commit", &run, 1);
+    faults_kept(
+        "a file name that is not UTF-8, --pre-commit",
+        &run,
+        "bundle-\u{FFFD}\u{FFFD}.yaml",
+        0,
+    );
+    // A missing one is exit 2, named the same way, and the rest is still linted.
+    let missing = dir.join(OsStr::from_bytes(b"gone-\xff.yaml"));
+    let run = credlint(&[
+        arg("check"),
+        arg("--format"),
+        arg("json"),
+        path.as_os_str(),
+        missing.as_os_str(),
+    ]);
+    sane("a missing file name that is not UTF-8", &run, 2);
+    assert!(
+        run.stderr
+            .contains(&format!("{}: no such file", missing.to_string_lossy())),
+        "{}",
+        run.stderr
+    );
+    faults_kept("beside a missing name that is not UTF-8", &run, &shown, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_file_without_read_permission_is_unreadable() {
     let dir = temp_dir("unreadable");
     std::fs::write(dir.join("bundle.yaml"), bundle()).unwrap();
@@ -530,6 +608,19 @@ fn which(name: &str) -> Result<PathBuf, ()> {
         .map(|d| d.join(name))
         .find(|p| p.is_file())
         .ok_or(())
+}
+
+/// Whether `python3` is here to run simulate's programs; where it is not, the test says
+/// `SKIPPED`, and fails instead where `.ci/run` requires it (`CREDLINT_REQUIRE_PYTHON=1`).
+fn python_or_skip() -> bool {
+    if which("python3").is_ok() {
+        return true;
+    }
+    common::skip_unless_required(
+        "CREDLINT_REQUIRE_PYTHON",
+        "python3 is not installed (simulate runs the programs with it)",
+    );
+    false
 }
 
 #[test]
@@ -1102,8 +1193,7 @@ fn a_policy_expression_past_the_cost_budget_is_an_error_naming_the_policy() {
 
 #[test]
 fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
-    if which("python3").is_err() {
-        eprintln!("SKIPPED python3 is not installed");
+    if !python_or_skip() {
         return;
     }
     for (name, signal) in [
@@ -1114,13 +1204,10 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
         let dir = temp_dir(&format!("signal-{name}"));
         let tmp = dir.join("tmp");
         std::fs::create_dir_all(&tmp).unwrap();
-        let pidfile = dir.join("program.pid");
-        let script = format!(
-            "import os, time\nwith open({:?}, 'w') as f:\n    f.write(str(os.getpid()))\ntime.sleep(60)\n",
-            pidfile.to_string_lossy()
-        );
-        let spec =
-            credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+        // In the program's working folder, inside its run folder: the sandbox lets it write
+        // nowhere else.
+        let script = "import os, time\nwith open('program.pid', 'w') as f:\n    f.write(str(os.getpid()))\ntime.sleep(60)\n";
+        let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", script);
         std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_credlint"))
             .args(["simulate", "--timeout", "60"])
@@ -1132,11 +1219,18 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
             .spawn()
             .unwrap();
         let started = Instant::now();
-        while !pidfile.exists() && started.elapsed() < Duration::from_secs(30) {
+        let pidfile = || {
+            std::fs::read_dir(&tmp)
+                .ok()?
+                .flatten()
+                .map(|e| e.path().join("work/program.pid"))
+                .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+        };
+        while pidfile().is_none() && started.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let program: i32 = std::fs::read_to_string(&pidfile)
-            .expect("the program started")
+        let program: i32 = std::fs::read_to_string(pidfile().expect("the program started"))
+            .unwrap()
             .trim()
             .parse()
             .unwrap();
@@ -1199,6 +1293,15 @@ fn a_plan_simulate_cannot_run_skips_its_bundle_only() {
 /// Runs `credlint simulate --format json` on a component bundle whose create.py is the correct
 /// program of fixtures/runtime with `prefix` run first.
 fn simulate_with_prefix(name: &str, prefix: &str) -> (Run, Vec<(String, String)>) {
+    simulate_with_prefix_env(name, prefix, &[])
+}
+
+/// [`simulate_with_prefix`] with more environment variables for credlint.
+fn simulate_with_prefix_env(
+    name: &str,
+    prefix: &str,
+    env: &[(&str, &str)],
+) -> (Run, Vec<(String, String)>) {
     let dir = temp_dir(name);
     let script = format!(
         "{prefix}\n{}",
@@ -1207,7 +1310,11 @@ fn simulate_with_prefix(name: &str, prefix: &str) -> (Run, Vec<(String, String)>
     let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
     std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
     let display = dir.to_string_lossy().into_owned();
-    let run = credlint(&["simulate", "--format", "json", "--timeout", "20", &display]);
+    let run = credlint_with(
+        &["simulate", "--format", "json", "--timeout", "20", &display],
+        Stdio::null(),
+        env,
+    );
     let found = report(&run)["findings"]
         .as_array()
         .unwrap()
@@ -1225,8 +1332,7 @@ fn simulate_with_prefix(name: &str, prefix: &str) -> (Run, Vec<(String, String)>
 
 #[test]
 fn simulate_keeps_a_megabyte_of_a_flooded_stream_and_reports_it() {
-    if which("python3").is_err() {
-        eprintln!("SKIPPED python3 is not installed");
+    if !python_or_skip() {
         return;
     }
     // 16 MiB per run: far past the cap, and past any pipe buffer, so a reader that stopped
@@ -1249,16 +1355,15 @@ fn simulate_keeps_a_megabyte_of_a_flooded_stream_and_reports_it() {
 
 #[test]
 fn simulate_reports_files_and_ports_beyond_the_run_folder_and_the_fake_api() {
-    if which("python3").is_err() {
-        eprintln!("SKIPPED python3 is not installed");
+    if !python_or_skip() {
         return;
     }
     let dir = temp_dir("escape-target");
     let written = dir.join("written-outside");
     let prefix = format!(
         "import socket as _so\n\
-         open('/etc/passwd').read(64)\n\
-         open({written:?}, 'w').write('x')\n\
+         try:\n    open('/etc/passwd').read(64)\nexcept OSError:\n    pass\n\
+         try:\n    open({written:?}, 'w').write('x')\nexcept OSError:\n    pass\n\
          _c = _so.socket()\n\
          try:\n    _c.connect(('127.0.0.1', 9))\nexcept OSError:\n    pass\n\
          _c.close()",
@@ -1285,4 +1390,115 @@ fn simulate_reports_files_and_ports_beyond_the_run_folder_and_the_fake_api() {
             .all(|(rule, _)| rule == "runtime-sandbox-escape"),
         "{found:?}"
     );
+}
+
+/// The kernel's Landlock ABI version, asked as credlint asks it.
+fn landlock_abi() -> Option<i64> {
+    // SAFETY: with the VERSION flag (1) the kernel reads no attribute and returns the version.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    (v > 0).then_some(v)
+}
+
+#[test]
+fn simulate_confines_the_program_where_the_kernel_allows_and_still_reports_it() {
+    if !python_or_skip() {
+        return;
+    }
+    let abi = landlock_abi();
+    // Confined (Landlock, where this kernel has it), then with the confinement turned off, as
+    // on a kernel without Landlock: the same accesses are reported either way; only confined
+    // do they fail.
+    for confined in [true, false] {
+        if confined && abi.is_none() {
+            eprintln!("SKIPPED the confined run: this kernel has no Landlock");
+            continue;
+        }
+        // Not the folder of the bundle, which the run removes.
+        let dir = temp_dir(if confined {
+            "confined-target"
+        } else {
+            "unconfined-target"
+        });
+        let secret = dir.join("outside-secret");
+        std::fs::write(&secret, "not for the program").unwrap();
+        let written = dir.join("written-outside");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // A read that succeeds says so with a connect to port 7, which is reported.
+        let prefix = format!(
+            "import socket as _so\n\
+             try:\n    open({secret:?}).read()\nexcept OSError:\n    pass\n\
+             else:\n    _so.socket().connect_ex(('127.0.0.1', 7))\n\
+             try:\n    open({written:?}, 'w').write('x')\nexcept OSError:\n    pass\n\
+             _c = _so.socket()\n_c.settimeout(5)\n\
+             try:\n    _c.connect(('127.0.0.1', {port}))\nexcept OSError:\n    pass\n\
+             _c.close()",
+            secret = secret.to_string_lossy(),
+            written = written.to_string_lossy(),
+        );
+        let env: &[(&str, &str)] = if confined {
+            &[]
+        } else {
+            &[("CREDLINT_LANDLOCK", "0")]
+        };
+        let name = if confined { "confined" } else { "unconfined" };
+        let (run, found) = simulate_with_prefix_env(name, &prefix, env);
+        sane(
+            &format!("a program reaching beyond its folder, {name}"),
+            &run,
+            1,
+        );
+        let has = |needle: &str| {
+            found
+                .iter()
+                .any(|(rule, m)| rule == "runtime-sandbox-escape" && m.contains(needle))
+        };
+        assert!(
+            has(&format!("read {}", secret.to_string_lossy())),
+            "{found:?}"
+        );
+        assert!(
+            has(&format!("wrote or changed {}", written.to_string_lossy())),
+            "{found:?}"
+        );
+        assert!(has(&format!("connected to 127.0.0.1:{port},")), "{found:?}");
+        assert!(
+            found
+                .iter()
+                .all(|(rule, _)| rule == "runtime-sandbox-escape"),
+            "{found:?}"
+        );
+        let note = "without a Landlock sandbox";
+        let reached = listener.accept().is_ok();
+        if confined {
+            assert!(!run.stderr.contains(note), "{}", run.stderr);
+            assert!(
+                !written.exists(),
+                "the confined program wrote outside its folder"
+            );
+            assert!(
+                !has("127.0.0.1:7,"),
+                "the confined program read outside: {found:?}"
+            );
+            assert!(
+                !reached,
+                "the confined program reached a port of no fake server"
+            );
+        } else {
+            assert_eq!(run.stderr.matches(note).count(), 1, "{}", run.stderr);
+            assert!(run.stderr.contains("CREDLINT_LANDLOCK=0"), "{}", run.stderr);
+            assert!(written.exists());
+            assert!(has("127.0.0.1:7,"), "{found:?}");
+            assert!(reached);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

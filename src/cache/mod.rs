@@ -30,6 +30,11 @@ pub const DEFAULT_DIR: &str = ".credlint_cache";
 pub const DIR_VARIABLE: &str = "CREDLINT_CACHE_DIR";
 /// Entries beyond this many bytes in all are pruned, least recently used first, down to 3/4.
 pub const MAX_BYTES: u64 = 256 << 20;
+/// The largest entry read back: 64 MiB, far above what linting one file leaves (a few KB per
+/// finding). A larger file under an entry's name (or one that is no regular file) is a miss,
+/// never read, and the fresh result is written over it; a result that would encode larger is
+/// not kept.
+pub const MAX_ENTRY_BYTES: u64 = 64 << 20;
 /// A hit refreshes its entry's time when it is older than this, so pruning keeps what runs use
 /// without a write per hit.
 const REFRESH_AFTER: Duration = Duration::from_secs(3600);
@@ -107,12 +112,11 @@ impl Memo for Cache {
 
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut> {
         let path = self.path(&key.0);
-        let mut entry = std::fs::File::open(&path).ok()?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut entry, &mut bytes).ok()?;
+        // Bounded, and never a FIFO or device someone put there: a miss, then rewritten.
+        let bytes = crate::load::input::read_bounded(&path, MAX_ENTRY_BYTES).ok()?;
         let body = body(&bytes, &key.0)?;
         let out = codec::decode(body, file)?;
-        if let Ok(meta) = entry.metadata()
+        if let Ok(meta) = std::fs::metadata(&path)
             && meta
                 .modified()
                 .is_ok_and(|m| m.elapsed().unwrap_or_default() > REFRESH_AFTER)
@@ -130,6 +134,9 @@ impl Memo for Cache {
         let Some(body) = codec::encode(out, file) else {
             return;
         };
+        if (HEADER + body.len()) as u64 > MAX_ENTRY_BYTES {
+            return;
+        }
         let mut entry = Vec::with_capacity(HEADER + body.len());
         entry.extend_from_slice(MAGIC);
         entry.extend_from_slice(&key.0);

@@ -115,6 +115,24 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
         std::fs::write(&path, bytes).unwrap();
         assert!(cache.recall(&key, 0).is_none(), "damage {i} was trusted");
     }
+    // Too large to read, or no regular file: a miss without reading it, and the fresh result
+    // is written over it.
+    let huge = std::fs::File::create(&path).unwrap();
+    huge.set_len(MAX_ENTRY_BYTES + 1).unwrap();
+    drop(huge);
+    assert!(cache.recall(&key, 0).is_none(), "an entry over the cap");
+    cache.remember(&key, 0, &out);
+    assert_eq!(std::fs::read(&path).unwrap(), good, "rewritten");
+    std::fs::remove_file(&path).unwrap();
+    let fifo = std::ffi::CString::new(path.to_string_lossy().into_owned()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    assert!(
+        cache.recall(&key, 0).is_none(),
+        "a FIFO (opening it would wait)"
+    );
+    cache.remember(&key, 0, &out);
+    assert!(cache.recall(&key, 0).is_some(), "rewritten over the FIFO");
     // Other options, another key: the image changes verdicts.
     let options = Options {
         credentials_image: Some("registry.example/x:1".into()),

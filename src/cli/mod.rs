@@ -114,7 +114,7 @@ pub struct ConfigArgs {
 #[derive(clap::Args, Debug)]
 pub struct SimulateArgs {
     /// Files and folders holding the bundles; `-` reads standard input.
-    pub paths: Vec<String>,
+    pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub output: output::OutputArgs,
     #[command(flatten)]
@@ -139,7 +139,8 @@ pub struct SimulateArgs {
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
     /// Files and folders to lint; `-` reads standard input. With --pre-commit: the changed files.
-    pub paths: Vec<String>,
+    /// Any file name is taken, UTF-8 or not (shown with U+FFFD for the bytes that are not).
+    pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub output: output::OutputArgs,
     #[command(flatten)]
@@ -159,7 +160,7 @@ pub struct CheckArgs {
     /// Kyverno ValidatingPolicy files or folders to apply as well (repeatable); each denial is a
     /// `policy:<name>` finding.
     #[arg(long = "policy", value_name = "PATH")]
-    pub policies: Vec<String>,
+    pub policies: Vec<PathBuf>,
     /// Threads that lint in parallel (default: one per core); the output is the same for any
     /// number.
     #[arg(long, value_name = "N")]
@@ -354,7 +355,7 @@ fn check(args: CheckArgs) -> ExitCode {
         Ok(targets) => targets,
         Err(e) => return usage_error(e),
     };
-    if args.policies.iter().any(|p| p == "-") && args.paths.iter().any(|p| p == "-") {
+    if args.policies.iter().any(|p| is_stdin(p)) && args.paths.iter().any(|p| is_stdin(p)) {
         return usage_error(
             "standard input (`-`) can be read only once: as manifests or as --policy",
         );
@@ -364,10 +365,10 @@ fn check(args: CheckArgs) -> ExitCode {
     let named: Vec<crate::load::input::InputFile> = args
         .paths
         .iter()
-        .filter(|p| std::path::Path::new(p).is_file())
+        .filter(|p| p.is_file())
         .map(|p| crate::load::input::InputFile {
-            display: p.clone(),
-            origin: crate::load::input::Origin::File(p.into()),
+            display: input::display_path(p),
+            origin: crate::load::input::Origin::File(p.clone()),
         })
         .collect();
     crate::lint::checks::runtime::prewarm(&named);
@@ -465,7 +466,7 @@ fn open_cache(args: &CheckArgs, options: &Options) -> Option<crate::cache::Cache
 
 /// `check --pre-commit`: the tree under the current folder, with the changed files marked.
 fn lint_changed(
-    paths: &[String],
+    paths: &[PathBuf],
     exclude: &[String],
     options: Options,
     memo: Option<&dyn Memo>,
@@ -509,6 +510,7 @@ fn simulate(args: SimulateArgs) -> ExitCode {
     let sim = crate::runtime::simulate::SimOptions {
         python: args.python.clone(),
         timeout: std::time::Duration::from_secs(args.timeout),
+        confine: true,
     };
     let simulated = crate::cli::simulate::run(&outcome.bundles, &sim);
     while crate::runtime::simulate::stopping() {
@@ -569,17 +571,17 @@ fn read_files<'a>(
 /// Collects the inputs and runs the engine; `Err` carries the exit code of a run that could not
 /// start.
 fn lint(
-    paths: &[String],
+    paths: &[PathBuf],
     exclude: &[String],
     options: Options,
     memo: Option<&dyn Memo>,
 ) -> Result<(Outcome, Texts), ExitCode> {
     let paths = if paths.is_empty() {
-        vec![".".to_string()]
+        vec![PathBuf::from(".")]
     } else {
         paths.to_vec()
     };
-    if paths.iter().filter(|p| *p == "-").count() > 1 {
+    if paths.iter().filter(|p| is_stdin(p)).count() > 1 {
         return Err(usage_error("standard input (`-`) can be read only once"));
     }
     let input::Collected {
@@ -600,7 +602,7 @@ fn lint(
         }
         return Err(usage_error(format!(
             "nothing to lint: no *.yaml, *.yml or *.json file in {}",
-            paths.join(", ")
+            shown(&paths)
         )));
     }
     // Standard input is read once, up front; the text report needs it again.
@@ -656,9 +658,24 @@ fn take_stdin(
 
 const POLICY_PREFIX: &str = crate::lint::kyverno::report::PREFIX;
 
+/// `-`, standard input, among the paths.
+fn is_stdin(path: &std::path::Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Paths for a message, comma-separated, each as [`input::display_path`] shows it (bytes that
+/// are not UTF-8 as U+FFFD).
+fn shown(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| input::display_path(p))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Reads the `--policy` files; exit 2 when one cannot be read or none holds a policy.
 fn load_policies(
-    paths: &[String],
+    paths: &[PathBuf],
 ) -> Result<Option<std::sync::Arc<crate::lint::kyverno::PolicySet>>, ExitCode> {
     if paths.is_empty() {
         return Ok(None);
@@ -672,7 +689,7 @@ fn load_policies(
         }
         Ok(set) if set.policy_documents == 0 => Err(usage_error(format!(
             "no Kyverno policy in {}",
-            paths.join(", ")
+            shown(paths)
         ))),
         Ok(set) => Ok(Some(std::sync::Arc::new(set))),
     }

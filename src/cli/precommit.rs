@@ -28,7 +28,7 @@ pub struct Inputs {
 
 /// Collects the tree under `root` and the changed `paths` (folders among them are walked).
 /// Changed files inside an `exclude`d folder are not linted, as the walk would not lint them.
-pub fn inputs(root: &Path, paths: &[String], exclude: &[String]) -> Inputs {
+pub fn inputs(root: &Path, paths: &[PathBuf], exclude: &[String]) -> Inputs {
     let given = input::collect(paths, exclude);
     let tree = input::collect(&[root], exclude);
     let (errors, tree_errors, mut files) = (given.errors, tree.errors, tree.files);
@@ -72,12 +72,12 @@ pub fn inputs(root: &Path, paths: &[String], exclude: &[String]) -> Inputs {
 /// not start. Files of the tree that cannot be read are noted on standard error.
 pub fn lint(
     root: &Path,
-    paths: &[String],
+    paths: &[PathBuf],
     exclude: &[String],
     options: Options,
     memo: Option<&dyn crate::lint::engine::Memo>,
 ) -> Result<(Outcome, HashSet<usize>), String> {
-    if paths.iter().any(|p| p == "-") {
+    if paths.iter().any(|p| p.as_os_str() == "-") {
         return Err("--pre-commit takes the changed files, not standard input".into());
     }
     let inputs = inputs(root, paths, exclude);

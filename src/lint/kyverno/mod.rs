@@ -143,7 +143,7 @@ impl std::fmt::Debug for PolicySet {
 impl PolicySet {
     /// Reads the policy files and folders named on the command line (folders walked as `check`
     /// walks them).
-    pub fn load(paths: &[String]) -> Result<PolicySet, Vec<InputError>> {
+    pub fn load<P: AsRef<std::ffi::OsStr>>(paths: &[P]) -> Result<PolicySet, Vec<InputError>> {
         let collected = input::collect(paths, &[]);
         let found = collected.files;
         // A policy left out (a link out of the folder, a FIFO) would silently not apply.

@@ -362,25 +362,53 @@ pub enum RunError {
     Files(io::Error),
 }
 
-/// The interpreter a bare name such as `python3` stands for, asked once per simulation: a
-/// version manager's shim (pyenv's is a shell script) costs more to start than the program
-/// itself. A path is used as given.
+/// The interpreter, as it said when asked: the executable a bare name such as `python3`
+/// stands for (a version manager's shim, pyenv's a shell script, costs more to start than the
+/// program itself; a path is used as given), and the folders and files it reads its own code
+/// from (its `sys.path` and prefixes), which the sandbox lets it read.
+pub struct Interpreter {
+    pub executable: PathBuf,
+    pub paths: Vec<PathBuf>,
+}
+
+/// What the interpreter prints about itself.
+const SELF_REPORT: &str = "import json, os, sys\n\
+    paths = list(sys.path) + [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]\n\
+    if sys.executable:\n    paths += [sys.executable, os.path.dirname(os.path.realpath(sys.executable))]\n\
+    sys.stdout.write(json.dumps({'executable': sys.executable or '', 'paths': \
+    [os.path.realpath(p) for p in paths if isinstance(p, str) and p.startswith('/') and p != '/']}))";
+
+/// Asks the interpreter once per simulation what it is (see [`Interpreter`]), when the answer
+/// is needed: a bare name to resolve, or `paths` for the sandbox. One that cannot say is used
+/// as given. The path given is among the paths (a wrapper script is read and executed).
 pub fn resolve_python(
     python: &Path,
     dir: &RunDir,
     env: &[(String, String)],
     timeout: Duration,
-) -> Result<PathBuf, RunError> {
-    if python.components().count() != 1 {
-        return Ok(python.to_path_buf());
+    paths: bool,
+) -> Result<Interpreter, RunError> {
+    let bare = python.components().count() == 1;
+    let mut given: Vec<PathBuf> = Vec::new();
+    if !bare {
+        given.push(python.to_path_buf());
+        given.extend(python.canonicalize().ok());
+    }
+    if !bare && !paths {
+        return Ok(Interpreter {
+            executable: python.to_path_buf(),
+            paths: given,
+        });
     }
     let out_path = dir.join("executable");
     let out = File::create(&out_path).map_err(RunError::Files)?;
     let mut command = Command::new(python);
     command
-        .args(["-c", "import sys; sys.stdout.write(sys.executable or '')"])
+        .args(["-c", SELF_REPORT])
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
+        // Where the program runs: `-c` puts the current folder on the module path.
+        .current_dir(dir.join("work"))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(Stdio::null())
@@ -393,38 +421,85 @@ pub fn resolve_python(
     }
     let succeeded = guard.exited() && guard.finish().is_ok_and(|s| s.success());
     drop(guard);
-    // A path, so a few KiB at most: an interpreter given by `--python` that prints more is
-    // not one to trust with the lookup.
-    let found = head(&out_path, 4096);
+    // A path and the interpreter's search folders: a few KiB. An interpreter given by
+    // `--python` that prints far more is cut off (the JSON then fails to parse: not trusted).
+    let said = head(&out_path, 64 * 1024);
     let _ = fs::remove_file(&out_path);
-    let found = PathBuf::from(found.trim());
-    Ok(if succeeded && found.is_absolute() && found.is_file() {
+    let said: serde_json::Value = if succeeded {
+        serde_json::from_str(&said).unwrap_or_default()
+    } else {
+        serde_json::Value::Null
+    };
+    let found = PathBuf::from(said["executable"].as_str().unwrap_or_default());
+    let executable = if bare && found.is_absolute() && found.is_file() {
         found
     } else {
         python.to_path_buf()
-    })
+    };
+    let mut paths = given;
+    paths.extend(
+        said["paths"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.as_str())
+            .map(PathBuf::from),
+    );
+    Ok(Interpreter { executable, paths })
 }
 
 /// Runs `python create.py plan.json` in the run folder. Err only when it cannot start.
+///
+/// With a `sandbox` the program enforces it on itself before `exec`. Where that fails (the
+/// kernel refuses to confine it) the run starts again without, the sandbox is dropped for the
+/// rest of the simulation and credlint says so once.
 pub fn run(
     python: &Path,
     dir: &RunDir,
     env: &[(String, String)],
     timeout: Duration,
+    sandbox: &mut Option<super::sandbox::Sandbox>,
 ) -> Result<Outcome, RunError> {
-    let mut command = Command::new(python);
-    command
-        .arg(dir.join("create.py"))
-        .arg(dir.join("plan.json"))
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(dir.join("work"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    let command = || {
+        let mut command = Command::new(python);
+        command
+            .arg(dir.join("create.py"))
+            .arg(dir.join("plan.json"))
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(dir.join("work"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        command
+    };
     become_subreaper();
-    let mut guard = Guard::start(&mut command)?;
+    let mut guard = match sandbox {
+        Some(confine) => {
+            let mut confined = command();
+            // SAFETY: the hook makes only system calls (no allocation, no lock), as a child
+            // between fork and exec must.
+            unsafe {
+                confined.pre_exec(confine.enforce_in_child());
+            }
+            match Guard::start(&mut confined) {
+                Ok(guard) => guard,
+                Err(RunError::Spawn(e)) => {
+                    // Either the kernel refused to confine the child, or the interpreter
+                    // cannot start at all: an unconfined start tells which.
+                    let guard = Guard::start(&mut command())?;
+                    super::sandbox::note_unconfined(&format!(
+                        "the program could not start confined: {e}"
+                    ));
+                    *sandbox = None;
+                    guard
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        None => Guard::start(&mut command())?,
+    };
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stdout_reader = start_capture(guard.child.stdout.take(), "stdout", &stop)?;
     let stderr_reader = start_capture(guard.child.stderr.take(), "stderr", &stop)?;
@@ -498,7 +573,13 @@ while not os.path.exists(pidfile):
                 scratch.to_string_lossy().into_owned(),
             ),
         ];
-        let Ok(outcome) = run(Path::new("python3"), &dir, &env, Duration::from_secs(20)) else {
+        let Ok(outcome) = run(
+            Path::new("python3"),
+            &dir,
+            &env,
+            Duration::from_secs(20),
+            &mut None,
+        ) else {
             eprintln!("SKIPPED python3 is not installed");
             return;
         };

@@ -77,6 +77,10 @@ impl RunDir {
         Err(last)
     }
 
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     pub fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }

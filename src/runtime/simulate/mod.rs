@@ -101,6 +101,7 @@ mod incluster;
 mod patch;
 mod probe;
 mod rbac;
+mod sandbox;
 mod scenario;
 mod server;
 mod values;
@@ -152,6 +153,9 @@ pub struct SimOptions {
     pub python: PathBuf,
     /// How long one run of the program may take before it is killed.
     pub timeout: Duration,
+    /// Confine the program with Landlock where the kernel allows it (see `sandbox`); off, the
+    /// audit hook alone reports what it reaches.
+    pub confine: bool,
 }
 
 impl Default for SimOptions {
@@ -159,6 +163,7 @@ impl Default for SimOptions {
         SimOptions {
             python: PathBuf::from("python3"),
             timeout: Duration::from_secs(20),
+            confine: true,
         }
     }
 }
@@ -306,8 +311,20 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
         },
         child::RunError::Files(e) => temp_err(e),
     };
-    let python =
-        child::resolve_python(&opts.python, &dir, &env, opts.timeout).map_err(run_error)?;
+    let interpreter = child::resolve_python(&opts.python, &dir, &env, opts.timeout, opts.confine)
+        .map_err(run_error)?;
+    let python = interpreter.executable;
+    // What the question itself reached is no part of the first run.
+    incluster::take_access_log(&dir);
+    // Built once: the run folder and the ports stay the same for every run of this bundle.
+    let mut confinement = opts
+        .confine
+        .then(|| {
+            sandbox::Sandbox::new(dir.path(), &interpreter.paths, &ports)
+                .map_err(|reason| sandbox::note_unconfined(&reason))
+                .ok()
+        })
+        .flatten();
     let timeout_text = format!("{:.1} s", opts.timeout.as_secs_f64());
     let mut findings = Vec::new();
     let mut generated = Vec::new();
@@ -332,7 +349,8 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
             };
             // Rewritten each run: a program may have changed its own files.
             incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
-            let mut outcome = child::run(&python, &dir, &env, opts.timeout).map_err(run_error)?;
+            let mut outcome = child::run(&python, &dir, &env, opts.timeout, &mut confinement)
+                .map_err(run_error)?;
             outcome.termination_message = incluster::take_termination_message(&dir);
             outcome.access = incluster::take_access_log(&dir);
             let mut cluster = lock(&ctx.cluster);

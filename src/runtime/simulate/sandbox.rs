@@ -1,0 +1,311 @@
+//! Landlock confinement of the program, where the kernel allows it: what the audit hook only
+//! reports, the kernel then refuses.
+//!
+//! The ruleset is built once per simulation, in credlint (which stays unconfined); the child
+//! enforces it on itself between `fork` and `exec` (`no_new_privs`, then
+//! `landlock_restrict_self`), so the interpreter and everything it starts are confined from
+//! their first instruction. What the program may reach:
+//! - its run folder: everything (it holds the program, the plan, the service-account files,
+//!   its working folder and `TMPDIR`);
+//! - read and execute: the system's program and library folders (`/usr`, `/lib*`, `/bin`,
+//!   `/sbin`), the interpreter's own folders (its `sys.path` and prefixes, as it said when
+//!   asked), the CA certificates, time zones and the few `/etc` files the C library reads to
+//!   start a program and resolve `localhost`;
+//! - `/dev/null` (read and write), `/dev/urandom` and `/dev/random` (read);
+//! - TCP (Landlock ABI 4 and later): connecting only to the ports of the fake API server and
+//!   the fake server pods, binding none;
+//! - signals and abstract Unix sockets (ABI 6 and later): none beyond its own processes.
+//!
+//! Everything else (the home folder, `/proc`, the rest of `/etc`, other ports) fails with
+//! `EACCES`. Landlock does not cover UDP, a named Unix socket's connect, or a port's address
+//! (a connect to another host at the fake API's port number passes; the hook reports it).
+//! Where the kernel has no Landlock, or refuses it, the run falls back to the audit hook alone,
+//! and credlint says so once.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// `struct landlock_ruleset_attr` (ABI 6 layout; older kernels accept it with the fields they
+/// do not know left zero).
+#[repr(C)]
+struct RulesetAttr {
+    handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
+}
+
+/// `struct landlock_path_beneath_attr` (packed, as the kernel declares it).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// `struct landlock_net_port_attr`.
+#[repr(C)]
+struct NetPortAttr {
+    allowed_access: u64,
+    port: u64,
+}
+
+const CREATE_RULESET_VERSION: u32 = 1;
+const RULE_PATH_BENEATH: libc::c_int = 1;
+const RULE_NET_PORT: libc::c_int = 2;
+
+const FS_EXECUTE: u64 = 1 << 0;
+const FS_WRITE_FILE: u64 = 1 << 1;
+const FS_READ_FILE: u64 = 1 << 2;
+const FS_READ_DIR: u64 = 1 << 3;
+/// Every filesystem right of ABI 1 (execute through make-symlink).
+const FS_ABI1: u64 = (1 << 13) - 1;
+const FS_REFER: u64 = 1 << 13;
+const FS_TRUNCATE: u64 = 1 << 14;
+const FS_IOCTL_DEV: u64 = 1 << 15;
+/// The rights that apply to a file (the others are about folders' entries).
+const FS_FILE: u64 = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV;
+
+const NET_BIND_TCP: u64 = 1 << 0;
+const NET_CONNECT_TCP: u64 = 1 << 1;
+
+const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
+const SCOPE_SIGNAL: u64 = 1 << 1;
+
+/// Read-only and executable for any program: the system's programs and libraries.
+const SYSTEM: &[&str] = &[
+    "/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin",
+];
+
+/// Readable: what the C library and OpenSSL read to start a program, load its libraries,
+/// resolve `localhost` and verify a certificate, and time zones. Nothing here is a secret.
+const READABLE: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ld.so.preload",
+    "/etc/ssl",
+    "/etc/pki",
+    "/etc/ca-certificates",
+    "/etc/crypto-policies",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/mime.types",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/nsswitch.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/dev/urandom",
+    "/dev/random",
+];
+
+/// The environment variable that turns the confinement off (`CREDLINT_LANDLOCK=0`): for a
+/// kernel whose Landlock misbehaves, and for the test of the fallback.
+pub const DISABLE_VAR: &str = "CREDLINT_LANDLOCK";
+
+/// A Landlock ruleset ready for a child to enforce on itself.
+pub struct Sandbox {
+    ruleset: OwnedFd,
+    /// The kernel's Landlock ABI version.
+    pub abi: i32,
+}
+
+/// Why there is no sandbox: said once per process, then the audit hook alone reports.
+pub fn note_unconfined(reason: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        eprintln!(
+            "credlint: note: simulate's programs run without a Landlock sandbox ({reason}); the \
+             audit hook still reports what they reach beyond their folder and the fake servers"
+        );
+    });
+}
+
+/// The kernel's Landlock ABI version, or why there is none.
+pub fn abi() -> Result<i32, String> {
+    // SAFETY: with the VERSION flag the kernel reads no attribute (null, size 0) and returns
+    // the ABI version or -1 with errno.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<RulesetAttr>(),
+            0usize,
+            CREATE_RULESET_VERSION,
+        )
+    };
+    if v < 1 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOSYS) => "the kernel has no Landlock".into(),
+            Some(libc::EOPNOTSUPP) => "Landlock is disabled in this kernel".into(),
+            _ => format!("Landlock is refused: {e}"),
+        });
+    }
+    Ok(i32::try_from(v).unwrap_or(i32::MAX))
+}
+
+/// The filesystem rights an ABI version knows: all of them are handled (denied unless a rule
+/// allows them).
+fn fs_rights(abi: i32) -> u64 {
+    let mut fs = FS_ABI1;
+    if abi >= 2 {
+        fs |= FS_REFER;
+    }
+    if abi >= 3 {
+        fs |= FS_TRUNCATE;
+    }
+    if abi >= 5 {
+        fs |= FS_IOCTL_DEV;
+    }
+    fs
+}
+
+fn open_path(path: &Path) -> io::Result<OwnedFd> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: open(2) with a NUL-terminated path; O_PATH opens no content.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl Sandbox {
+    /// The ruleset for one simulation: `run` is the run folder, `interpreter` the folders and
+    /// files the interpreter reads (its prefixes, `sys.path`, its executable), `ports` those of
+    /// the fake servers. `Err` says why the kernel gives none.
+    pub fn new(run: &Path, interpreter: &[PathBuf], ports: &[u16]) -> Result<Sandbox, String> {
+        if std::env::var_os(DISABLE_VAR).is_some_and(|v| v == "0") {
+            return Err(format!("{DISABLE_VAR}=0 is set"));
+        }
+        let abi = abi()?;
+        let fs = fs_rights(abi);
+        let attr = RulesetAttr {
+            handled_access_fs: fs,
+            handled_access_net: if abi >= 4 {
+                NET_BIND_TCP | NET_CONNECT_TCP
+            } else {
+                0
+            },
+            scoped: if abi >= 6 {
+                SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+            } else {
+                0
+            },
+        };
+        // SAFETY: the attribute lives for the call and its size is passed with it.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                &attr as *const RulesetAttr,
+                std::mem::size_of::<RulesetAttr>(),
+                0u32,
+            )
+        };
+        if fd < 0 {
+            return Err(format!(
+                "the kernel refused a ruleset: {}",
+                io::Error::last_os_error()
+            ));
+        }
+        let fd = RawFd::try_from(fd).map_err(|e| e.to_string())?;
+        // SAFETY: a fresh descriptor (close-on-exec) that nothing else owns.
+        let sandbox = Sandbox {
+            ruleset: unsafe { OwnedFd::from_raw_fd(fd) },
+            abi,
+        };
+        sandbox.allow(run, fs, true)?;
+        let read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR;
+        for p in SYSTEM
+            .iter()
+            .map(Path::new)
+            .chain(interpreter.iter().map(PathBuf::as_path))
+        {
+            sandbox.allow(p, read, false)?;
+        }
+        for p in READABLE {
+            sandbox.allow(Path::new(p), FS_READ_FILE | FS_READ_DIR, false)?;
+        }
+        sandbox.allow(
+            Path::new("/dev/null"),
+            FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV,
+            false,
+        )?;
+        if abi >= 4 {
+            for &port in ports {
+                let rule = NetPortAttr {
+                    allowed_access: NET_CONNECT_TCP,
+                    port: u64::from(port),
+                };
+                sandbox.add_rule(RULE_NET_PORT, &rule as *const NetPortAttr as *const _)?;
+            }
+        }
+        Ok(sandbox)
+    }
+
+    /// Allows `access` (within what the ruleset handles; only a file's rights on a file) beneath
+    /// `path`. A path that does not exist is skipped unless `required`.
+    fn allow(&self, path: &Path, access: u64, required: bool) -> Result<(), String> {
+        let fd = match open_path(path) {
+            Ok(fd) => fd,
+            Err(_) if !required => return Ok(()),
+            Err(e) => return Err(format!("cannot open {}: {e}", path.display())),
+        };
+        let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
+        let handled = fs_rights(self.abi);
+        let rule = PathBeneathAttr {
+            allowed_access: access & handled & if is_dir { u64::MAX } else { FS_FILE },
+            parent_fd: fd.as_raw_fd(),
+        };
+        self.add_rule(
+            RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr as *const _,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    fn add_rule(&self, kind: libc::c_int, attr: *const libc::c_void) -> Result<(), String> {
+        // SAFETY: `attr` points at the attribute struct of `kind`, alive for the call.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                self.ruleset.as_raw_fd(),
+                kind,
+                attr,
+                0u32,
+            )
+        };
+        if rc != 0 {
+            return Err(format!(
+                "the kernel refused a rule: {}",
+                io::Error::last_os_error()
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the child runs between `fork` and `exec`: only system calls, nothing that
+    /// allocates or locks. `no_new_privs` first, which Landlock requires of an unprivileged
+    /// process (and which keeps a set-uid program from escaping).
+    pub fn enforce_in_child(&self) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+        let fd = self.ruleset.as_raw_fd();
+        move || {
+            // SAFETY: prctl(2) and the Landlock call take plain integers; `fd` is the ruleset,
+            // inherited from the parent, which keeps it open until the child has started.
+            unsafe {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        }
+    }
+}
