@@ -10,6 +10,9 @@ mod split;
 mod yaml11;
 
 pub use node::{Entry, Node, Span, Style, Value};
+/// A line break as go-yaml v2 reads it (LF, CR LF, CR, U+0085, U+2028, U+2029) and what it adds
+/// to a value.
+pub use yaml11::line_break;
 
 /// Nesting deeper than this is refused (go-yaml has its own limit; no manifest comes close).
 pub const MAX_NESTING: usize = 200;
