@@ -576,8 +576,7 @@ impl<'a, 'n> Builder<'a, 'n> {
                 // `!!merge` on any other text is just that text.
                 let merge_marker =
                     text == "<<" && ((plain && tag.is_none()) || core == Some(CoreTag::Merge));
-                let is_key = matches!(self.stack.last(), Some(Frame::Map { key: None, .. }));
-                if is_key && resolve::is_uint64(&text, plain, core) {
+                if self.at_key() && resolve::is_uint64(&text, plain, core) {
                     return Err(SyntaxError {
                         span,
                         message: format!(
@@ -747,7 +746,8 @@ impl<'a, 'n> Builder<'a, 'n> {
         let text = self.source;
         let touched = |from, to| yaml11::touches(recook.changes, from, to);
         let flow = |region: std::ops::Range<usize>, quoting| {
-            if !touched(region.start, region.end) {
+            let whole = text.is_char_boundary(region.start) && text.is_char_boundary(region.end);
+            if !whole || !touched(region.start, region.end) {
                 return Ok(None);
             }
             yaml11::flow_value(text, region, quoting)
@@ -878,6 +878,11 @@ impl<'a, 'n> Builder<'a, 'n> {
         }
     }
 
+    /// Whether the next node completed is a mapping's key.
+    fn at_key(&self) -> bool {
+        matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
+    }
+
     /// A node is finished: remember it under its anchor and hand it to its parent.
     fn complete(
         &mut self,
@@ -885,7 +890,7 @@ impl<'a, 'n> Builder<'a, 'n> {
         anchor: AnchorMark,
         merge_marker: bool,
     ) -> Result<(), SyntaxError> {
-        let is_key = matches!(self.stack.last(), Some(Frame::Map { key: None, .. }));
+        let is_key = self.at_key();
         if let Value::Float(f) = node.value
             && !f.is_finite()
             && !is_key
