@@ -177,33 +177,6 @@ fn oversized_ignore_files(dir: &Path, at_repository_root: bool) -> Vec<PathBuf> 
         .collect()
 }
 
-/// The global excludes file git reads: `core.excludesFile` in `~/.gitconfig`, else
-/// `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
-fn global_excludes() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let configured = home.as_ref().and_then(|h| {
-        let text = read_bounded(&h.join(".gitconfig"), MAX_IGNORE_FILE_BYTES).ok()?;
-        let text = String::from_utf8_lossy(&text).into_owned();
-        text.lines().find_map(|l| {
-            let (key, value) = l.split_once('=')?;
-            key.trim()
-                .eq_ignore_ascii_case("excludesfile")
-                .then(|| value.trim().trim_matches('"').to_string())
-        })
-    });
-    match configured {
-        Some(p) => match (p.strip_prefix("~/"), &home) {
-            (Some(rest), Some(h)) => Some(h.join(rest)),
-            _ => Some(PathBuf::from(p)),
-        },
-        None => std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| home.map(|h| h.join(".config")))
-            .map(|c| c.join("git/ignore")),
-    }
-}
-
 fn too_large_ignore(path: &Path) -> InputError {
     InputError {
         path: display_path(path),
@@ -232,7 +205,8 @@ fn walk(root: &Path, exclude: &[String], out: &mut Collected) {
                 break;
             }
         }
-        if let Some(global) = global_excludes()
+        // The global excludes file as the walker finds it (core.excludesFile, else git's default).
+        if let Some(global) = ignore::gitignore::gitconfig_excludes_path()
             && std::fs::metadata(&global).is_ok_and(|m| m.len() > MAX_IGNORE_FILE_BYTES)
         {
             oversized.push(global);
@@ -481,12 +455,28 @@ pub fn read(file: &InputFile) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
 
-    fn temp(name: &str) -> PathBuf {
+    /// A fresh folder, removed when dropped: a failing test leaves nothing behind either.
+    struct Temp(PathBuf);
+
+    impl Drop for Temp {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    impl std::ops::Deref for Temp {
+        type Target = PathBuf;
+        fn deref(&self) -> &PathBuf {
+            &self.0
+        }
+    }
+
+    fn temp(name: &str) -> Temp {
         let dir =
             std::env::temp_dir().join(format!("credlint-input-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        dir
+        Temp(dir)
     }
 
     #[test]
@@ -505,7 +495,6 @@ mod tests {
         assert_eq!(got.files.len(), 1);
         assert_eq!(got.errors.len(), 1, "{:?}", got.errors);
         assert!(got.errors[0].path.ends_with("b.yaml"), "{:?}", got.errors);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -516,10 +505,10 @@ mod tests {
         std::fs::create_dir_all(dir.join("in")).unwrap();
         std::fs::write(dir.join("in/a.yaml"), "kind: Role\n").unwrap();
         std::os::unix::fs::symlink(outside.join("x.yaml"), dir.join("file.yaml")).unwrap();
-        std::os::unix::fs::symlink(&outside, dir.join("folder")).unwrap();
+        std::os::unix::fs::symlink(&*outside, dir.join("folder")).unwrap();
         // A link that stays inside is followed.
         std::os::unix::fs::symlink("in/a.yaml", dir.join("inside.yaml")).unwrap();
-        let got = collect(&[&dir], &[]);
+        let got = collect(&[&*dir], &[]);
         let names: Vec<&str> = got.files.iter().map(|f| f.display.as_str()).collect();
         assert!(
             names
@@ -531,8 +520,6 @@ mod tests {
         for w in &got.warnings {
             assert!(w.message.contains(&outside.display().to_string()), "{w:?}");
         }
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_dir_all(&outside);
     }
 
     #[test]
@@ -546,7 +533,6 @@ mod tests {
         assert!(err.contains("character device"), "{err}");
         let err = read_bounded(&dir, 100).unwrap_err();
         assert!(err.contains("folder"), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

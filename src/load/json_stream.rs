@@ -24,11 +24,17 @@ pub fn objects(text: &str) -> Option<JsonStream> {
         0
     };
     let mut at = skip_space(bytes, start);
+    let from = at;
     let mut objects = Vec::new();
+    // serde_json says where each value ends and whether it is JSON at all: two YAML flow
+    // mappings (`{a: 1}{b: 2}`) are no JSON stream, though their brackets match.
+    let mut values =
+        serde_json::Deserializer::from_str(&text[from..]).into_iter::<serde::de::IgnoredAny>();
     while bytes.get(at) == Some(&b'{') {
-        let Some(end) = object_end(bytes, at) else {
+        let Some(Ok(_)) = values.next() else {
             break;
         };
+        let end = from + values.byte_offset();
         objects.push(at..end);
         at = skip_space(bytes, end);
     }
@@ -54,37 +60,6 @@ fn skip_space(bytes: &[u8], mut at: usize) -> usize {
         at += 1;
     }
     at
-}
-
-/// The end (exclusive) of the object that opens at `start`, by its brackets outside strings;
-/// `None` when the text ends first. Whether the object is valid is the parser's to say.
-fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, &b) in bytes.iter().enumerate().skip(start) {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -113,6 +88,9 @@ mod tests {
         assert_eq!(objects("{\"a\": 1}\n---\n{\"b\": 2}\n"), None);
         assert_eq!(objects("kind: Role\n"), None);
         assert_eq!(objects("[{\"a\": 1}, {\"b\": 2}]"), None);
+        // YAML flow mappings back to back match as brackets, but are no JSON.
+        assert_eq!(objects("{a: 1}\n{b: 2}\n"), None);
+        assert_eq!(objects("{\"a\": 1}\n{b: 2}\n"), None);
         assert_eq!(objects(""), None);
     }
 

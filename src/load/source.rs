@@ -215,15 +215,16 @@ impl<'t> Source<'t> {
 
     pub fn at(&self, span: Span) -> At {
         let loc = self.loc(span);
-        // Files are capped well below 4 GiB and 4 billion lines, so these fit.
-        At {
-            file: loc.file as u32,
-            line: loc.line as u32,
-            column: loc.column as u32,
-            end_line: loc.end_line as u32,
-            end_column: loc.end_column as u32,
+        // Files are capped well below 4 GiB and 4 billion lines, so this holds; were it not
+        // to, the place would be the last line rather than a wrapped-around one.
+        At::try_from(&loc).unwrap_or(At {
+            file: u32::try_from(loc.file).unwrap_or(u32::MAX),
+            line: u32::MAX,
+            column: 1,
+            end_line: u32::MAX,
+            end_column: 1,
             span,
-        }
+        })
     }
 
     /// The character at byte `at` (the one it falls inside), or an empty span at the end of

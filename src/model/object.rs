@@ -110,11 +110,7 @@ fn refused(node: &Node, what: &str, out: &mut Vec<(crate::load::yaml::Span, Stri
         }
         _ => {
             let value = node.display_for_message().unwrap_or_default();
-            let mut shown: String = value.chars().take(40).collect();
-            if shown.len() < value.len() {
-                shown.push_str("...");
-            }
-            format!("{} `{shown}`", node.type_name())
+            format!("{} `{}`", node.type_name(), crate::common::shorten(&value))
         }
     };
     let at = match &node.value {

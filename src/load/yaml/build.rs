@@ -8,6 +8,7 @@
 
 use super::node::{Entry, Node, Span, Style, Value};
 use super::resolve::{self, CoreTag};
+use super::yaml11::{self, Quoting};
 use super::{
     Document, DuplicateKey, MAX_ALIAS_BYTES, MAX_ALIAS_NODES, MAX_NESTING, Parsed, SyntaxError,
 };
@@ -15,11 +16,76 @@ use granit_parser::{Event, Options, Parser, ScalarStyle, StructureStyle};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+/// Rounds of rewriting the `\'` escapes of one more double-quoted string (each round parses the
+/// chunk again) before the parser's refusal stands.
+const QUOTE_ROUNDS: usize = 64;
+
 /// Parses `text[range]` (one chunk of a file; usually one document) into documents whose spans
 /// are offsets into `text`.
 pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut Vec<Parsed<'a>>) {
-    let base = range.start;
-    let chunk = &text[range];
+    // What go-yaml v2 reads otherwise than the YAML 1.2 parser (yaml11.rs); `None`, and no
+    // copy, for nearly every chunk.
+    let mut prepared = yaml11::prepare(text, range.clone());
+    for round in 0..=QUOTE_ROUNDS {
+        let may_patch = round < QUOTE_ROUNDS;
+        let quotes = match &prepared {
+            None => {
+                let from = out.len();
+                let chunk = &text[range.clone()];
+                match read_chunk(text, chunk, range.start, None, may_patch, out) {
+                    Ok(()) => return,
+                    Err(quotes) => {
+                        out.truncate(from);
+                        quotes
+                    }
+                }
+            }
+            Some(p) => {
+                let mut local = Vec::new();
+                let changes = Some(p.changes.as_slice());
+                match read_chunk(text, &p.text, range.start, changes, may_patch, &mut local) {
+                    Ok(()) => {
+                        for parsed in local {
+                            out.push(parsed.into_owned());
+                        }
+                        return;
+                    }
+                    Err(quotes) => quotes,
+                }
+            }
+        };
+        prepared = Some(yaml11::patch_quotes(
+            prepared.take(),
+            text,
+            range.clone(),
+            &quotes,
+        ));
+    }
+}
+
+/// Parses `chunk` (at `base` in `text`, or a rewritten copy of that part of it whose `changes`
+/// are given). `Err` holds the `\'` escapes (the offsets of their `'`) of a double-quoted
+/// string the parser refused, to be rewritten before parsing again.
+fn read_chunk<'p>(
+    text: &'p str,
+    chunk: &'p str,
+    base: usize,
+    changes: Option<&[usize]>,
+    may_patch: bool,
+    out: &mut Vec<Parsed<'p>>,
+) -> Result<(), Vec<usize>> {
+    let recook = changes.map(|changes| Recook {
+        changes,
+        limit: base + chunk.len(),
+    });
+    // A rewritten line break is one character of the file and several of the copy: a span
+    // that ends inside it is taken back to its start.
+    let boundary = |mut at: usize| {
+        while recook.is_some() && at > 0 && !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    };
     let mut options = Options::default();
     options.block_nesting_limit = MAX_NESTING;
     options.flow_nesting_limit = MAX_NESTING;
@@ -27,17 +93,38 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
     options.emit_anchor_events = true;
     let aliases = AliasNames::scan(chunk);
     let mut parser = Parser::new_from_str_with_options(chunk, options);
-    let mut builder: Option<Builder<'a, '_>> = None;
+    let mut builder: Option<Builder<'p, '_>> = None;
     let mut document_from = base;
     while let Some(next) = parser.next_event() {
         let (event, span) = match next {
             Ok(pair) => pair,
             Err(err) => {
-                let mut at = base + err.marker().byte_offset().unwrap_or(0);
+                let mut at = boundary(base + err.marker().byte_offset().unwrap_or(0));
+                if may_patch
+                    && matches!(
+                        err.kind(),
+                        granit_parser::ErrorKind::UnknownQuotedScalarEscape
+                    )
+                {
+                    let mut quotes = yaml11::quote_escapes(text, at, base + chunk.len());
+                    quotes.retain(|q| changes.is_none_or(|c| c.binary_search(q).is_err()));
+                    if !quotes.is_empty() {
+                        return Err(quotes);
+                    }
+                }
                 if is_tab_error(err.kind()) {
                     at = tab_near(text, at, base + chunk.len()).unwrap_or(at);
                 }
                 let message = match err.kind() {
+                    granit_parser::ErrorKind::UnknownQuotedScalarEscape
+                        if !may_patch
+                            && !yaml11::quote_escapes(text, at, base + chunk.len()).is_empty() =>
+                    {
+                        format!(
+                            "go-yaml v2 reads `\\'` as `'`, but credlint rewrites it in no more \
+                             than {QUOTE_ROUNDS} strings of a document: write `'`"
+                        )
+                    }
                     granit_parser::ErrorKind::RecursionLimitExceeded => format!(
                         "collections are nested more than {MAX_NESTING} levels deep; no manifest \
                          needs that, and credlint reads no further"
@@ -56,10 +143,13 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
             }
         };
         let range = span.byte_range().unwrap_or(0..0);
-        let span = Span::new(base + range.start, base + range.end);
+        let indent = span.indent;
+        let span = Span::new(boundary(base + range.start), boundary(base + range.end));
         match event {
             Event::StreamStart | Event::StreamEnd => {}
-            Event::DocumentStart(..) => builder = Some(Builder::new(span.start(), &aliases, text)),
+            Event::DocumentStart(..) => {
+                builder = Some(Builder::new(span.start(), &aliases, text, recook));
+            }
             Event::DocumentEnd => {
                 if let Some(b) = builder.take() {
                     let end = span.end();
@@ -77,7 +167,7 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
             }
             event => {
                 let Some(b) = builder.as_mut() else { continue };
-                if let Err(error) = b.event(event, span) {
+                if let Err(error) = b.event(event, span, indent) {
                     // The document is broken; skip its remaining events.
                     out.push(Parsed::Error(error));
                     builder = None;
@@ -86,6 +176,7 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
             }
         }
     }
+    Ok(())
 }
 
 /// Where the double-quoted scalar at `span` writes `\/`, an escape of YAML 1.2 only.
@@ -308,6 +399,17 @@ struct Builder<'a, 'n> {
     covered: Vec<Span>,
     /// Where the last plain scalar glued to its colon starts (see `flow_colon`).
     glued: Option<usize>,
+    /// Set when the parser reads a rewritten copy of the chunk (yaml11.rs).
+    recook: Option<Recook<'n>>,
+    /// Where the last node event ended: a block scalar's header follows it.
+    last_end: usize,
+}
+
+/// What a scalar must be read again from the file's text for, and how far it may reach.
+#[derive(Clone, Copy)]
+struct Recook<'n> {
+    changes: &'n [usize],
+    limit: usize,
 }
 
 const TAB_MESSAGE: &str = "a tab stands where go-yaml v2, and so kubectl, Helm and Argo CD, \
@@ -399,7 +501,12 @@ fn alias_bomb(span: Span) -> SyntaxError {
 }
 
 impl<'a, 'n> Builder<'a, 'n> {
-    fn new(start: usize, aliases: &'n AliasNames<'a>, source: &'a str) -> Self {
+    fn new(
+        start: usize,
+        aliases: &'n AliasNames<'a>,
+        source: &'a str,
+        recook: Option<Recook<'n>>,
+    ) -> Self {
         Builder {
             start,
             source,
@@ -414,6 +521,8 @@ impl<'a, 'n> Builder<'a, 'n> {
             duplicates: Vec::new(),
             covered: Vec::new(),
             glued: None,
+            recook,
+            last_end: start,
         }
     }
 
@@ -431,13 +540,28 @@ impl<'a, 'n> Builder<'a, 'n> {
         })
     }
 
-    fn event(&mut self, event: Event<'a>, span: Span) -> Result<(), SyntaxError> {
+    fn event(
+        &mut self,
+        event: Event<'a>,
+        span: Span,
+        indent: Option<usize>,
+    ) -> Result<(), SyntaxError> {
         if !matches!(event, Event::Anchor(..)) {
             // The name of an anchored scalar follows it at once, or never.
             self.pending_scalar = None;
         }
+        let node_before = self.last_end;
+        if !matches!(event, Event::Anchor(..) | Event::Comment(..)) {
+            self.last_end = span.end();
+        }
         match event {
             Event::Scalar(text, style, anchor, tag) => {
+                let text = match self.recook {
+                    Some(recook) => self
+                        .read_again(recook, style, span, indent, node_before)?
+                        .map_or(text, Cow::Owned),
+                    None => text,
+                };
                 // `core_suffix` knows the seven YAML 1.2 names only; go-yaml also resolves
                 // `!!binary`, `!!timestamp` and `!!merge`.
                 let core = tag.as_ref().map(|t| {
@@ -452,8 +576,7 @@ impl<'a, 'n> Builder<'a, 'n> {
                 // `!!merge` on any other text is just that text.
                 let merge_marker =
                     text == "<<" && ((plain && tag.is_none()) || core == Some(CoreTag::Merge));
-                let is_key = matches!(self.stack.last(), Some(Frame::Map { key: None, .. }));
-                if is_key && resolve::is_uint64(&text, plain, core) {
+                if self.at_key() && resolve::is_uint64(&text, plain, core) {
                     return Err(SyntaxError {
                         span,
                         message: format!(
@@ -610,6 +733,59 @@ impl<'a, 'n> Builder<'a, 'n> {
         }
     }
 
+    /// The value of a scalar that holds what the parser's copy of the chunk rewrote (LS, PS, a
+    /// BOM, `\'`), read from the file's text as go-yaml v2 reads it; `None` for any other.
+    fn read_again(
+        &self,
+        recook: Recook,
+        style: ScalarStyle,
+        span: Span,
+        indent: Option<usize>,
+        node_before: usize,
+    ) -> Result<Option<String>, SyntaxError> {
+        let text = self.source;
+        let touched = |from, to| yaml11::touches(recook.changes, from, to);
+        let flow = |region: std::ops::Range<usize>, quoting| {
+            let whole = text.is_char_boundary(region.start) && text.is_char_boundary(region.end);
+            if !whole || !touched(region.start, region.end) {
+                return Ok(None);
+            }
+            yaml11::flow_value(text, region, quoting)
+                .map(Some)
+                .map_err(|message| SyntaxError { span, message })
+        };
+        let inner = (span.start() + 1)..span.end().saturating_sub(1).max(span.start() + 1);
+        match style {
+            ScalarStyle::Plain => flow(span.range(), Quoting::Plain),
+            ScalarStyle::SingleQuoted => flow(inner, Quoting::Single),
+            ScalarStyle::DoubleQuoted => flow(inner, Quoting::Double),
+            ScalarStyle::Literal | ScalarStyle::Folded => {
+                // The header is the first `|` or `>` after the node before, outside comments.
+                let bytes = text.as_bytes();
+                let last = span.start().min(bytes.len().saturating_sub(1));
+                let in_comment = |i: usize| {
+                    self.comments
+                        .iter()
+                        .rev()
+                        .take_while(|c| c.end() > node_before)
+                        .any(|c| c.range().contains(&i))
+                };
+                let Some(indicator) = (node_before..=last)
+                    .find(|&i| matches!(bytes.get(i), Some(b'|' | b'>')) && !in_comment(i))
+                else {
+                    return Ok(None);
+                };
+                let Some((literal, chomping, from)) = yaml11::block_header(text, indicator) else {
+                    return Ok(None);
+                };
+                let indent = indent.unwrap_or(usize::MAX);
+                let (value, end) =
+                    yaml11::block_value(text, from, recook.limit, indent, literal, chomping);
+                Ok(touched(indicator, end.max(span.end())).then_some(value))
+            }
+        }
+    }
+
     /// A plain scalar in a flow collection written right before `:` and a flow indicator
     /// (`[a:, b]`, `{a:}`): go-yaml v2 ends a plain scalar at `:` only before a blank, so the
     /// colon is part of it (`Some` with the text it reads). Before `[` or `{` go-yaml finds
@@ -702,6 +878,11 @@ impl<'a, 'n> Builder<'a, 'n> {
         }
     }
 
+    /// Whether the next node completed is a mapping's key.
+    fn at_key(&self) -> bool {
+        matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
+    }
+
     /// A node is finished: remember it under its anchor and hand it to its parent.
     fn complete(
         &mut self,
@@ -709,7 +890,7 @@ impl<'a, 'n> Builder<'a, 'n> {
         anchor: AnchorMark,
         merge_marker: bool,
     ) -> Result<(), SyntaxError> {
-        let is_key = matches!(self.stack.last(), Some(Frame::Map { key: None, .. }));
+        let is_key = self.at_key();
         if let Value::Float(f) = node.value
             && !f.is_finite()
             && !is_key

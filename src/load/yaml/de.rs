@@ -17,6 +17,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Visitor};
 
 use super::node::{Entry, Node, Span, Style, Value};
+use crate::common::shorten;
 
 /// One step from the root to where an error arose.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -265,16 +266,6 @@ pub fn describe(node: &Node<'_>) -> String {
         ),
         _ => node.type_name().to_string(),
     }
-}
-
-/// The first line of a string, cut at 40 characters, so that a message stays one line.
-fn shorten(s: &str) -> String {
-    let line = s.lines().next().unwrap_or("");
-    let mut out: String = line.chars().take(40).collect();
-    if out != s.trim_end_matches('\n') {
-        out.push('…');
-    }
-    out
 }
 
 fn addr(node: &Node<'_>) -> usize {

@@ -7,8 +7,12 @@ pub mod de;
 pub mod node;
 mod resolve;
 mod split;
+mod yaml11;
 
 pub use node::{Entry, Node, Span, Style, Value};
+/// A line break as go-yaml v2 reads it (LF, CR LF, CR, U+0085, U+2028, U+2029) and what it adds
+/// to a value.
+pub use yaml11::line_break;
 
 /// Nesting deeper than this is refused (go-yaml has its own limit; no manifest comes close).
 pub const MAX_NESTING: usize = 200;
@@ -52,6 +56,22 @@ pub enum Parsed<'a> {
     /// of its part (it follows `...`, or a lone CR ends the lines before it). Its span is its
     /// first line.
     Unread(SyntaxError),
+}
+
+impl Parsed<'_> {
+    /// The same, owning its text: for documents read from a rewritten copy of the file.
+    fn into_owned(self) -> Parsed<'static> {
+        match self {
+            Parsed::Document(d) => Parsed::Document(Document {
+                span: d.span,
+                root: d.root.into_owned(),
+                comments: d.comments,
+                duplicate_keys: d.duplicate_keys,
+            }),
+            Parsed::Error(e) => Parsed::Error(e),
+            Parsed::Unread(e) => Parsed::Unread(e),
+        }
+    }
 }
 
 /// The byte ranges of the documents in `text`, cut at `---` lines. Each range can be parsed on
@@ -136,7 +156,13 @@ fn unread_after_first<'a>(text: &str, part: Vec<Parsed<'a>>, out: &mut Vec<Parse
             .map_or(0, |i| i + 1);
         let marker =
             text[line_start..].starts_with("---") || before[previous_start..].starts_with("---");
-        let why = if lone_cr {
+        // go-yaml v2 breaks lines at NEL, LS and PS too; apimachinery cuts at LF only.
+        let yaml11_break =
+            text[previous_start..span.start()].contains(['\u{85}', '\u{2028}', '\u{2029}']);
+        let why = if yaml11_break {
+            "a `---` follows a U+0085, U+2028 or U+2029 line break, which go-yaml counts and \
+             kubectl does not cut at"
+        } else if lone_cr {
             "the lines before it end in a lone CR, which kubectl does not cut at"
         } else if marker {
             "in a UTF-16 file kubectl sees no `---` line"

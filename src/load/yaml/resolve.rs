@@ -306,8 +306,6 @@ fn parse_go_float(s: &str) -> Option<f64> {
     f.is_finite().then_some(f)
 }
 
-/// Go's `base64.StdEncoding.DecodeString`: line breaks are skipped, anything else outside the
-/// alphabet is an error, and the padding must be there.
 /// Go's rule for `_` in a number: each one between two digits.
 fn go_underscores_ok(s: &str) -> bool {
     let s = s.strip_prefix(['+', '-']).unwrap_or(s);
@@ -330,6 +328,8 @@ fn go_underscores_ok(s: &str) -> bool {
     saw != b'_'
 }
 
+/// Go's `base64.StdEncoding.DecodeString`: line breaks are skipped, anything else outside the
+/// alphabet is an error, and the padding must be there.
 fn decode_base64(text: &str) -> Option<Vec<u8>> {
     let digits: Vec<u8> = text
         .bytes()
@@ -486,14 +486,10 @@ pub fn is_uint64(text: &str, plain: bool, tag: Option<CoreTag>) -> bool {
     {
         return false;
     }
-    let plain = text.replace('_', "");
-    if let Err(IntError::Range) = parse_go_int(&plain) {
-        return parse_go_uint(&plain).is_some();
-    }
-    if let Some(bits) = plain.strip_prefix("0b") {
-        return i64::from_str_radix(bits, 2).is_err() && u64::from_str_radix(bits, 2).is_ok();
-    }
-    false
+    // Go's ParseUint takes no sign; what it reads beyond int64 ParseInt refuses as out of range.
+    // Its `0b` prefix covers go-yaml's own binary form too.
+    !text.starts_with(['+', '-'])
+        && parse_go_uint_digits(&text.replace('_', "")).is_ok_and(|n| n > i64::MAX as u64)
 }
 
 /// The JSON key sigs.k8s.io/yaml makes of a resolved key; `None` for keys it rejects (null).

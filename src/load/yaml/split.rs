@@ -12,6 +12,7 @@
 
 use super::SyntaxError;
 use super::node::Span;
+use crate::common::shorten;
 
 /// Byte ranges of the parts of `text`, in order. Each range after the first starts at the
 /// marker line that ended the part before it (which [`marker_that_cut`] skips), so that every
@@ -97,13 +98,6 @@ pub fn leading_end_marker(text: &str, range: &std::ops::Range<usize>) -> Option<
         });
     }
     None
-}
-
-fn shorten(s: &str) -> String {
-    match s.char_indices().nth(40) {
-        Some((i, _)) => format!("{}...", &s[..i]),
-        None => s.to_string(),
-    }
 }
 
 #[cfg(test)]

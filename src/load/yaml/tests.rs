@@ -304,3 +304,87 @@ fn tabs_go_yaml_refuses_are_errors_where_they_stand() {
         );
     }
 }
+
+fn value_of<'t>(d: &'t Document, key: &str) -> &'t str {
+    d.root.get(key).and_then(Node::as_str).unwrap_or("<none>")
+}
+
+#[test]
+fn u2028_u2029_and_u0085_break_lines_as_in_yaml_1_1() {
+    // What go-yaml v2 reads, value by value.
+    let d = only_doc("a:\n  x\u{2028}  y\nb: 'x \u{2028}  y'\nc: \"x\u{85}y\"\n");
+    assert_eq!(value_of(&d, "a"), "x\u{2028}y");
+    assert_eq!(value_of(&d, "b"), "x\u{2028}y");
+    assert_eq!(value_of(&d, "c"), "x y");
+    let d = only_doc("a: |\n  x\u{2028}  y\n  z\nb: >\n  x\u{2028}  y\n  z\nc: |\n  x\u{85}  y\n");
+    assert_eq!(value_of(&d, "a"), "x\u{2028}y\nz\n");
+    assert_eq!(value_of(&d, "b"), "x\u{2028}y z\n");
+    assert_eq!(value_of(&d, "c"), "x\ny\n");
+    // A comment ends at them, and what follows is read.
+    let d = only_doc("a: 1 # c\u{2028}b: 2\u{85}c: 3\n");
+    assert_eq!(json(&d.root), r#"{"a":1,"b":2,"c":3}"#);
+    // A line of its own at column 0 that a mapping cannot take: refused, as go-yaml does.
+    assert!(matches!(docs("a: x\u{2028}y\n")[0], Parsed::Error(_)));
+    assert!(matches!(
+        docs("a: |\n  x\u{2028}y\n  z\n")[0],
+        Parsed::Error(_)
+    ));
+}
+
+#[test]
+fn spans_stay_on_the_file_s_characters_across_rewritten_breaks() {
+    let text = "a: 1 # c\u{2028}b: |\n  x\u{2028}  y\nc: z\n";
+    let d = only_doc(text);
+    assert_eq!(&text[d.comments[0].range()], "# c");
+    let b = d.root.get("b").unwrap();
+    assert!(text[b.span.range()].starts_with("x\u{2028}  y"));
+    let c = d.root.get("c").unwrap();
+    assert_eq!(&text[c.span.range()], "z");
+    // An error inside a rewritten character is shown on the whole character.
+    let text = "a: x\u{2028}y\n";
+    let Parsed::Error(e) = &docs(text)[0] else {
+        panic!()
+    };
+    assert!(text.is_char_boundary(e.span.start()) && text.is_char_boundary(e.span.end()));
+}
+
+#[test]
+fn a_document_after_a_marker_on_a_u2028_line_is_unread() {
+    let parsed = docs("a: 1\u{2028}---\u{2028}b: 2\n");
+    assert!(matches!(&parsed[0], Parsed::Document(d) if json(&d.root) == r#"{"a":1}"#));
+    let Parsed::Unread(e) = &parsed[1] else {
+        panic!("{parsed:?}")
+    };
+    assert!(e.message.contains("U+2028"), "{}", e.message);
+}
+
+#[test]
+fn a_bom_past_the_start_of_a_part_is_a_character() {
+    let d = only_doc("a: x\u{feff}y\n\u{feff}b: 2\n");
+    assert_eq!(value_of(&d, "a"), "x\u{feff}y");
+    assert_eq!(json(d.root.get("\u{feff}b").unwrap()), "2");
+    let d = only_doc("---\n\u{feff}a: |\n  \u{feff}x\n");
+    assert_eq!(value_of(&d, "\u{feff}a"), "\u{feff}x\n");
+    // After a comment it is no longer the mark, so the line is a key without a value.
+    assert!(matches!(
+        docs("# c\n\u{feff}---\na: 1\n")[0],
+        Parsed::Error(_)
+    ));
+    // At the start of the part it is dropped.
+    assert_eq!(json(&only_doc("\u{feff}a: 1\n").root), r#"{"a":1}"#);
+}
+
+#[test]
+fn an_escaped_single_quote_is_a_quote() {
+    let d = only_doc("a: \"it\\'s\"\n\"k\\'\": [\"\\'\", 'x\\', \"y\"]\nb: \"\\'\\n\"\n");
+    assert_eq!(value_of(&d, "a"), "it's");
+    assert_eq!(json(d.root.get("k'").unwrap()), r#"["'","x\\","y"]"#);
+    assert_eq!(value_of(&d, "b"), "'\n");
+    // Another unknown escape beside it is still refused.
+    let parsed = docs("a: \"\\'\\q\"\n");
+    assert!(matches!(&parsed[0], Parsed::Error(e) if e.message.contains("escape")));
+    // More strings than the rewriting takes: a refusal that says why.
+    let many: String = (0..70).map(|i| format!("k{i}: \"\\'\"\n")).collect();
+    let parsed = docs(&many);
+    assert!(matches!(&parsed[0], Parsed::Error(e) if e.message.contains("no more than")));
+}
