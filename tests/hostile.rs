@@ -62,6 +62,9 @@ fn spawn_with(
     let started = Instant::now();
     let mut child = Command::new(program)
         .args(args)
+        // The verdict cache goes under cargo's folder for test output, not into the repository
+        // (a test that means another sets it in `env`).
+        .env("CREDLINT_CACHE_DIR", common::cache_dir())
         .envs(env.iter().copied())
         .current_dir(cwd)
         .stdin(stdin)
@@ -1089,6 +1092,7 @@ fn output_that_cannot_be_written_is_exit_2_and_a_closed_pipe_is_quiet() {
         let out = Command::new(binary)
             .args(args)
             .current_dir(root())
+            .env("CREDLINT_CACHE_DIR", common::cache_dir())
             .stdout(full().unwrap())
             .output()
             .unwrap();
@@ -1100,6 +1104,7 @@ fn output_that_cannot_be_written_is_exit_2_and_a_closed_pipe_is_quiet() {
         let mut child = Command::new(binary)
             .args(args)
             .current_dir(root())
+            .env("CREDLINT_CACHE_DIR", common::cache_dir())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
