@@ -386,12 +386,10 @@ impl Engine {
                     .ok()
             })
         };
-        // Files are linted a window at a time and merged in input order before the next window,
-        // so a 4,000-file tree never holds more than a window's results at once. A window of 64
+        // Files are linted a window at a time and merged in input order while the next window is
+        // linted, so a 4,000-file tree never holds more than two windows' results. A window of 64
         // files per thread keeps the threads' hand-overs (a wake-up each) to a few dozen.
         let window = pool.as_ref().map_or(1, |p| p.current_num_threads()) * 64;
-        let mut results: Vec<Result<FileOut, String>> = Vec::new();
-        let mut next_input = 0;
         let lint_file = |id: usize| -> Result<FileOut, String> {
             let started = std::time::Instant::now();
             let name = &inputs[id].display;
@@ -413,55 +411,77 @@ impl Engine {
             out.timings.read += read;
             Ok(out)
         };
-        let mut next = || -> Vec<Result<FileOut, String>> {
-            let end = (next_input + window).min(inputs.len());
-            let range = next_input..end;
-            next_input = end;
+        let lint_window = |range: std::ops::Range<usize>| -> Vec<Result<FileOut, String>> {
             if alone {
                 return range.map(lint_file).collect();
             }
-            let lint = || range.into_par_iter().map(lint_file).collect();
-            match pool {
-                Some(pool) => pool.install(lint),
-                // Without a pool of its own the run uses rayon's global one.
-                None => lint(),
-            }
+            range.into_par_iter().map(lint_file).collect()
         };
         // Merged in input order: the output is the same whatever the thread count.
-        for (index, file) in inputs.iter().enumerate() {
-            if index % window == 0 {
-                results = next();
-                results.reverse();
-            }
-            let Some(result) = results.pop() else { break };
-            files.push(file.display.clone());
-            match result {
-                Ok(out) => {
-                    timings.add(out.timings);
-                    let merging = std::time::Instant::now();
-                    summary.documents += out.documents;
-                    summary.objects += out.objects;
-                    findings.extend(out.findings);
-                    render.writers.extend(out.writers);
-                    for m in out.members {
-                        match assembler.add(m) {
-                            bundle::Added::Open => {}
-                            bundle::Added::Complete(mut b) => {
-                                settle(&mut b, &mut bundle_emit, &mut render)
-                            }
-                            bundle::Added::Duplicate(d) => {
-                                late_duplicate(d, &mut bundle_emit, &mut render)
+        let mut merge = |range: std::ops::Range<usize>, results: Vec<Result<FileOut, String>>| {
+            for (file, result) in inputs[range].iter().zip(results) {
+                files.push(file.display.clone());
+                match result {
+                    Ok(out) => {
+                        timings.add(out.timings);
+                        let merging = std::time::Instant::now();
+                        summary.documents += out.documents;
+                        summary.objects += out.objects;
+                        findings.extend(out.findings);
+                        render.writers.extend(out.writers);
+                        for m in out.members {
+                            match assembler.add(m) {
+                                bundle::Added::Open => {}
+                                bundle::Added::Complete(mut b) => {
+                                    settle(&mut b, &mut bundle_emit, &mut render)
+                                }
+                                bundle::Added::Duplicate(d) => {
+                                    late_duplicate(d, &mut bundle_emit, &mut render)
+                                }
                             }
                         }
+                        ignores.extend(out.ignores);
+                        bundling += merging.elapsed();
                     }
-                    ignores.extend(out.ignores);
-                    bundling += merging.elapsed();
+                    Err(message) => input_errors.push(InputError {
+                        path: file.display.clone(),
+                        message,
+                    }),
                 }
-                Err(message) => input_errors.push(InputError {
-                    path: file.display.clone(),
-                    message,
-                }),
             }
+        };
+        let windows: Vec<std::ops::Range<usize>> = (0..inputs.len())
+            .step_by(window)
+            .map(|from| from..(from + window).min(inputs.len()))
+            .collect();
+        // While one window is merged (bundles assembled and checked on one thread), the next
+        // is linted on the others.
+        let mut step = |current: Option<(std::ops::Range<usize>, Vec<_>)>,
+                        next: Option<std::ops::Range<usize>>| {
+            match (current, next) {
+                (Some((range, results)), Some(next)) if !alone => {
+                    let both = || rayon::join(|| merge(range, results), || lint_window(next)).1;
+                    Some(match pool {
+                        Some(pool) => pool.install(both),
+                        // Without a pool of its own the run uses rayon's global one.
+                        None => both(),
+                    })
+                }
+                (current, next) => {
+                    if let Some((range, results)) = current {
+                        merge(range, results);
+                    }
+                    next.map(|next| match pool {
+                        Some(pool) if !alone => pool.install(|| lint_window(next)),
+                        _ => lint_window(next),
+                    })
+                }
+            }
+        };
+        let mut linted = step(None, windows.first().cloned());
+        for (i, range) in windows.iter().enumerate() {
+            let results = linted.take().unwrap_or_default();
+            linted = step(Some((range.clone(), results)), windows.get(i + 1).cloned());
         }
         summary.files = files.len();
         if let Some(set) = &self.options.policies {
@@ -599,6 +619,8 @@ impl Engine {
             return out;
         }
         let scanning = std::time::Instant::now();
+        // Looked up for every pragma found: one per bundle in a large render.
+        header_lines.sort_unstable();
         let places = &places;
         let pragmas: Vec<Vec<Finding>> = each_segment(&segments, |seg| {
             let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;

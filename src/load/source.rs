@@ -15,25 +15,67 @@ pub struct LineIndex {
 
 /// Bytes per entry of the character-count table.
 const CHAR_BLOCK: usize = 4096;
+/// A text this large is indexed in pieces of [`PIECE`] bytes, in parallel.
+const PARALLEL_FROM: usize = 4 << 20;
+const PIECE: usize = 256 * CHAR_BLOCK;
 
 impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
-        let mut starts = Vec::with_capacity(text.len() / 32 + 1);
-        starts.push(0);
+        // On a worker of the engine's pool a large file is indexed in pieces in parallel: the
+        // index is built before any of the file's documents can be linted, so on one thread
+        // it would hold up the others. Elsewhere (a report, a small file) it stays on this
+        // thread and never starts a pool.
+        if text.len() >= PARALLEL_FROM && rayon::current_thread_index().is_some() {
+            use rayon::prelude::*;
+            let pieces: Vec<LineIndex> = (0..text.len().div_ceil(PIECE))
+                .into_par_iter()
+                .map(|i| Self::piece(text, i * PIECE, ((i + 1) * PIECE).min(text.len())))
+                .collect();
+            let mut whole = LineIndex {
+                starts: Vec::with_capacity(pieces.iter().map(|p| p.starts.len()).sum()),
+                chars_before_block: Vec::with_capacity(text.len() / CHAR_BLOCK + 1),
+            };
+            let mut chars = 0u32;
+            for piece in pieces {
+                whole.starts.extend(piece.starts);
+                // Each piece's table ends with its own total, the next piece's first offset.
+                let (&total, before) = piece.chars_before_block.split_last().unwrap_or((&0, &[]));
+                whole
+                    .chars_before_block
+                    .extend(before.iter().map(|c| c + chars));
+                chars += total;
+            }
+            return whole;
+        }
+        let mut index = Self::piece(text, 0, text.len());
+        index.chars_before_block.pop();
+        index
+    }
+
+    /// The index of `text[from..to]` (`from` a multiple of [`CHAR_BLOCK`]) in offsets of the
+    /// whole text: the line starts after its line breaks (and 0 for the first piece), and the
+    /// character counts before each block counted from `from`, with the piece's total last.
+    fn piece(text: &str, from: usize, to: usize) -> LineIndex {
+        let bytes = text.as_bytes();
+        let mut starts = Vec::with_capacity((to - from) / 32 + 1);
+        if from == 0 {
+            starts.push(0);
+        }
         // A lone CR ends a line too, as it does for YAML and for detect-secrets (Python's
         // universal newlines); CR LF is one line end.
-        let bytes = text.as_bytes();
         starts.extend(
-            memchr::memchr2_iter(b'\n', b'\r', bytes)
+            memchr::memchr2_iter(b'\n', b'\r', &bytes[from..to])
+                .map(|i| from + i)
                 .filter(|&i| bytes[i] == b'\n' || bytes.get(i + 1) != Some(&b'\n'))
                 .map(|i| (i + 1) as u32),
         );
-        let mut chars_before_block = Vec::with_capacity(text.len() / CHAR_BLOCK + 1);
+        let mut chars_before_block = Vec::with_capacity((to - from) / CHAR_BLOCK + 2);
         let mut chars = 0u32;
-        for block in text.as_bytes().chunks(CHAR_BLOCK) {
+        for block in bytes[from..to].chunks(CHAR_BLOCK) {
             chars_before_block.push(chars);
             chars += char_starts(block) as u32;
         }
+        chars_before_block.push(chars);
         LineIndex {
             starts,
             chars_before_block,
@@ -305,6 +347,35 @@ mod tests {
             }
         }
         assert_eq!(index.chars_between(&text, 2, text.len()), 30_000);
+    }
+
+    #[test]
+    fn a_large_text_indexed_in_pieces_gets_the_same_index() {
+        // Line breaks of every kind, CR LF split across a piece's end, and characters of
+        // several bytes straddling blocks and pieces.
+        let unit = "ab: é€\r\nx\ry\n\n";
+        let text = format!(
+            "{}\r\n{}",
+            "a".repeat(PIECE - 1),
+            unit.repeat(PARALLEL_FROM / unit.len() + 3 * PIECE / unit.len())
+        );
+        let serial = LineIndex::new(&text);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let parallel = pool.install(|| LineIndex::new(&text));
+        assert!(text.len() >= PARALLEL_FROM);
+        assert_eq!(parallel.starts, serial.starts);
+        assert_eq!(parallel.chars_before_block, serial.chars_before_block);
+        assert_eq!(
+            serial.chars_before_block.len(),
+            text.len().div_ceil(CHAR_BLOCK)
+        );
+        assert_eq!(
+            serial.chars_before(&text, text.len() - 1),
+            text[..text.len() - 1].chars().count()
+        );
     }
 
     #[test]
