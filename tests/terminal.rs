@@ -63,16 +63,6 @@ fn pty_available() -> bool {
     }
 }
 
-/// The variables the report's look follows, removed so only the test's own count.
-const LOOK: [&str; 6] = [
-    "NO_COLOR",
-    "FORCE_COLOR",
-    "CLICOLOR_FORCE",
-    "CLICOLOR",
-    "COLUMNS",
-    "TERM",
-];
-
 /// `credlint ARGS` with standard output on a terminal of `cols` columns (0: a terminal that
 /// does not know its width), in an environment of `TERM=xterm-256color` and `env`.
 fn on_terminal(cols: u16, args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
@@ -83,7 +73,7 @@ fn on_terminal(cols: u16, args: &[&str], env: &[(&str, &str)]) -> (Output, Strin
         .args(args)
         .current_dir(root())
         .env("CREDLINT_CACHE_DIR", common::cache_dir());
-    for name in LOOK {
+    for name in common::LOOK {
         command.env_remove(name);
     }
     command.env("TERM", "xterm-256color");
@@ -101,7 +91,7 @@ fn piped(args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
         .args(args)
         .current_dir(root())
         .env("CREDLINT_CACHE_DIR", common::cache_dir());
-    for name in LOOK {
+    for name in common::LOOK {
         command.env_remove(name);
     }
     command.envs(env.iter().copied());

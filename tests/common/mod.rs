@@ -8,6 +8,17 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The variables the report's look follows (colour and width), removed where a test means
+/// only its own to count.
+pub const LOOK: [&str; 6] = [
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR_FORCE",
+    "CLICOLOR",
+    "COLUMNS",
+    "TERM",
+];
+
 /// The built binary with the report's colour and width variables cleared (a test sets them when
 /// it means to) and the verdict cache kept under cargo's folder for test output, so that no run
 /// leaves a `.credlint_cache/` in the repository or the system's temp folder. Tests of the cache's
