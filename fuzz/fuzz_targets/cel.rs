@@ -17,8 +17,8 @@ use arbitrary::Unstructured;
 use common::{ENGINE, Fuzzed};
 use credlint::lint::cel::Cel;
 use credlint::lint::kyverno::{PolicyFile, PolicySet};
-use credlint::testkit::Choices;
 use credlint::load::yaml::{self, Parsed};
+use credlint::testkit::Choices;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 

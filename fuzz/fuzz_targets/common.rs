@@ -26,7 +26,9 @@ pub fn lint_twice(engine: &Engine, files: &[(String, String)]) -> credlint::lint
         .iter()
         .map(|(path, text)| credlint::load::input::InputFile {
             display: path.clone(),
-            origin: credlint::load::input::Origin::Memory(std::sync::Arc::new(text.as_bytes().to_vec())),
+            origin: credlint::load::input::Origin::Memory(std::sync::Arc::new(
+                text.as_bytes().to_vec(),
+            )),
         })
         .collect();
     let first = engine.run(&inputs, Vec::new());
