@@ -13,6 +13,9 @@ export RUSTC_BOOTSTRAP=1
 ./seed.sh
 for target in "${targets[@]}"; do
     echo "== fuzz $target for ${seconds}s"
+    # Built first, unfiltered: a target that no longer compiles stops the run (the filter
+    # below would hide the error and pass).
+    cargo fuzz build -O "$target"
     cargo fuzz run -O "$target" "corpus/$target" -- \
         -max_total_time="$seconds" -print_final_stats=1 -rss_limit_mb=4096 -timeout=60 2>&1 |
         grep -E '^(#[0-9]+ +(INITED|DONE|pulse))|^Done|stat::|panicked|ERROR|SUMMARY|Test unit' || true

@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
         );
         for parsed in &first {
             match parsed {
-                Parsed::Error(e) => inside(&text, e.span.start(), e.span.end()),
+                Parsed::Error(e) | Parsed::Unread(e) => inside(&text, e.span.start(), e.span.end()),
                 Parsed::Document(d) => {
                     inside(&text, d.span.start(), d.span.end());
                     d.comments
