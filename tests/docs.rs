@@ -1,6 +1,8 @@
 //! Derived documentation is checked in and kept current: `docs/rules.md` is what
 //! `credlint rules --format markdown` prints. `UPDATE_DOCS=1 cargo test --test docs` rewrites it.
 
+mod common;
+
 use std::path::Path;
 
 #[test]
@@ -294,7 +296,7 @@ fn the_json_example_of_the_output_page_is_real_output() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_credlint"))
         .args(args)
         .current_dir(root)
-        .env("CREDLINT_CACHE_DIR", test_cache())
+        .env("CREDLINT_CACHE_DIR", common::cache_dir())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -334,7 +336,7 @@ fn rule_urls_point_at_their_entry_in_the_repository() {
         std::process::Command::new(env!("CARGO_BIN_EXE_credlint"))
             .args(args)
             .current_dir(root)
-            .env("CREDLINT_CACHE_DIR", test_cache())
+            .env("CREDLINT_CACHE_DIR", common::cache_dir())
             .output()
             .unwrap()
     };
@@ -360,10 +362,4 @@ fn rule_urls_point_at_their_entry_in_the_repository() {
         )),
         "{explained}"
     );
-}
-
-/// Where the runs of the binary keep their cache: under cargo's folder for test output, not in
-/// the repository.
-fn test_cache() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("credlint-cache")
 }

@@ -86,14 +86,8 @@ fn on_terminal(cols: u16, args: &[&str], env: &[(&str, &str)]) -> (Output, Strin
 
 /// `credlint ARGS` with standard output into a pipe.
 fn piped(args: &[&str], env: &[(&str, &str)]) -> (Output, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_credlint"));
-    command
-        .args(args)
-        .current_dir(root())
-        .env("CREDLINT_CACHE_DIR", common::cache_dir());
-    for name in common::LOOK {
-        command.env_remove(name);
-    }
+    let mut command = common::command();
+    command.args(args);
     command.envs(env.iter().copied());
     let out = command.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -185,9 +185,6 @@ const DEMO: &str = "fixtures/demo/broken.yaml";
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let mut command = common::command();
     command.args(args);
-    for name in common::LOOK {
-        command.env_remove(name);
-    }
     command.envs(env.iter().copied());
     command.output().unwrap()
 }

@@ -27,12 +27,10 @@ pub fn command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_credlint"));
     command
         .current_dir(root())
-        .env("CREDLINT_CACHE_DIR", cache_dir())
-        .env_remove("NO_COLOR")
-        .env_remove("FORCE_COLOR")
-        .env_remove("CLICOLOR_FORCE")
-        .env_remove("CLICOLOR")
-        .env_remove("COLUMNS");
+        .env("CREDLINT_CACHE_DIR", cache_dir());
+    for name in LOOK {
+        command.env_remove(name);
+    }
     command
 }
 
