@@ -21,8 +21,14 @@ use std::collections::HashMap;
 const QUOTE_ROUNDS: usize = 64;
 
 /// Parses `text[range]` (one chunk of a file; usually one document) into documents whose spans
-/// are offsets into `text`.
-pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut Vec<Parsed<'a>>) {
+/// are offsets into `text`, with the fast reader (fast.rs) tried first or (`fast` false, for
+/// the tests that compare the two) not at all.
+pub(super) fn parse_chunk<'a>(
+    text: &'a str,
+    range: std::ops::Range<usize>,
+    out: &mut Vec<Parsed<'a>>,
+    fast: bool,
+) {
     // What go-yaml v2 reads otherwise than the YAML 1.2 parser (yaml11.rs); `None`, and no
     // copy, for nearly every chunk.
     let mut prepared = yaml11::prepare(text, range.clone());
@@ -32,6 +38,12 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
             None => {
                 let from = out.len();
                 let chunk = &text[range.clone()];
+                if fast
+                    && round == 0
+                    && let Some(events) = super::fast::read(chunk)
+                {
+                    return build_fast(text, range.start, events, out);
+                }
                 match read_chunk(text, chunk, range.start, None, may_patch, out) {
                     Ok(()) => return,
                     Err(quotes) => {
@@ -60,6 +72,39 @@ pub fn parse_chunk<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut V
             range.clone(),
             &quotes,
         ));
+    }
+}
+
+/// Builds the document of a chunk the fast reader read (at `base` in `text`). Its events are
+/// those granit-parser gives for the chunk, which holds no tab, so there is no tab to refuse.
+fn build_fast<'p>(
+    text: &'p str,
+    base: usize,
+    events: Vec<super::fast::Spanned<'p>>,
+    out: &mut Vec<Parsed<'p>>,
+) {
+    // The fast reader takes no anchor or alias.
+    let aliases = AliasNames { sorted: Vec::new() };
+    let mut builder: Option<Builder<'p, '_>> = None;
+    for e in events {
+        let span = Span::new(base + e.start, base + e.end);
+        match e.event {
+            Event::DocumentStart(..) => {
+                builder = Some(Builder::new(span.start(), &aliases, text, None));
+            }
+            Event::DocumentEnd => {
+                if let Some(b) = builder.take() {
+                    out.push(b.finish(span.end()));
+                }
+            }
+            event => {
+                let Some(b) = builder.as_mut() else { continue };
+                if let Err(error) = b.event(event, span, e.indent) {
+                    out.push(Parsed::Error(error));
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -526,8 +571,10 @@ impl<'a, 'n> Builder<'a, 'n> {
         }
     }
 
-    fn finish(self, end: usize) -> Parsed<'a> {
+    fn finish(mut self, end: usize) -> Parsed<'a> {
         let span = Span::new(self.start, end.max(self.start));
+        // In the order of the text (the parser gives a block scalar's header comment after it).
+        self.comments.sort_unstable();
         Parsed::Document(Document {
             span,
             root: self.root.unwrap_or(Node {

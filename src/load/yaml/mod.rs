@@ -4,6 +4,7 @@
 
 mod build;
 pub mod de;
+mod fast;
 pub mod node;
 mod resolve;
 mod split;
@@ -100,7 +101,27 @@ pub fn parse(text: &str) -> Vec<Parsed<'_>> {
 /// that cut it is not in it, a line that starts with `---` and holds more than a comment after
 /// the marker is refused, so is a part that opens with `...`, and only the first document of
 /// the part is read.
-fn read_part<'a>(text: &'a str, mut range: std::ops::Range<usize>, out: &mut Vec<Parsed<'a>>) {
+fn read_part<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut Vec<Parsed<'a>>) {
+    read_part_with(text, range, out, true)
+}
+
+/// Every document of `text` read by granit-parser alone, the fast reader never tried: what
+/// the tests compare the fast reader's results with.
+#[cfg(test)]
+fn parse_without_fast_reader(text: &str) -> Vec<Parsed<'_>> {
+    let mut out = Vec::new();
+    for range in split::document_ranges(text) {
+        read_part_with(text, range, &mut out, false);
+    }
+    out
+}
+
+fn read_part_with<'a>(
+    text: &'a str,
+    mut range: std::ops::Range<usize>,
+    out: &mut Vec<Parsed<'a>>,
+    fast: bool,
+) {
     let mut refused = None;
     if let Some(from) = split::marker_that_cut(text, &range) {
         refused = split::bad_marker(text, range.start);
@@ -121,7 +142,7 @@ fn read_part<'a>(text: &'a str, mut range: std::ops::Range<usize>, out: &mut Vec
         }
     }
     let from = out.len();
-    build::parse_chunk(text, range, out);
+    build::parse_chunk(text, range, out, fast);
     let tail = out.split_off(from);
     unread_after_first(text, tail, out);
 }

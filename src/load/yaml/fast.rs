@@ -1,0 +1,715 @@
+//! The fast path of the loader: the block YAML that renderers write (block mappings and
+//! sequences, one-line plain and quoted scalars, literal block scalars, `[]`, `{}`, comments)
+//! read in one pass over the lines, giving the very events and spans granit-parser gives.
+//!
+//! It accepts a document only when every line is of that subset and well formed; anything else
+//! (flow collections, anchors, tags, folded or multi-line scalars, escapes, tabs, CR, odd
+//! indentation, errors of any kind) makes it give up, and the document is read by granit-parser
+//! as before. So it decides nothing granit-parser would read otherwise: the tests compare the
+//! two event for event on every fixture, the generated bundles and random documents.
+
+use granit_parser::{Event, Placement, ScalarStyle, StructureStyle};
+use std::borrow::Cow;
+
+/// One event with its byte range in the chunk and the parser's indentation hint.
+#[derive(Debug, PartialEq)]
+pub(super) struct Spanned<'a> {
+    pub event: Event<'a>,
+    pub start: usize,
+    pub end: usize,
+    pub indent: Option<usize>,
+}
+
+/// Deeper nesting goes to granit-parser, which applies the loader's limit.
+const MAX_DEPTH: usize = 64;
+/// granit-parser (as go-yaml) refuses longer simple keys; those go to it.
+const MAX_KEY: usize = 1024;
+
+/// The events of `chunk` (one document), from its document start to its document end, or
+/// `None` where the chunk is not of the subset this reader knows.
+pub(super) fn read(chunk: &str) -> Option<Vec<Spanned<'_>>> {
+    if !plain_bytes(chunk) {
+        return None;
+    }
+    let mut r = Reader {
+        text: chunk,
+        b: chunk.as_bytes(),
+        out: Vec::with_capacity(chunk.len() / 12),
+        stack: Vec::new(),
+        pending: None,
+        started: false,
+        rooted: false,
+    };
+    r.document()?;
+    Some(r.out)
+}
+
+/// Whether every character is one this reader takes as it is: printable, no tab, CR, BOM or
+/// YAML 1.1 line break (those go to granit-parser and yaml11.rs).
+fn plain_bytes(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut ascii = true;
+    for &b in bytes {
+        if b < 0x20 {
+            if b != b'\n' {
+                return false;
+            }
+        } else if b >= 0x7f {
+            if b == 0x7f {
+                return false;
+            }
+            ascii = false;
+        }
+    }
+    ascii
+        || text.chars().all(|c| {
+            matches!(c as u32, 0x0a | 0x20..=0x7e | 0xa0..=0x2027 | 0x202a..=0xd7ff | 0xe000..=0xfefe | 0xff00..=0xfffd | 0x10000..)
+        })
+}
+
+#[derive(Clone, Copy)]
+enum Block {
+    Map { col: usize },
+    Seq { col: usize, indentless: bool },
+}
+
+impl Block {
+    fn col(self) -> usize {
+        match self {
+            Block::Map { col } | Block::Seq { col, .. } => col,
+        }
+    }
+}
+
+/// A `key:` or `-` with nothing after it on its line: its value is on the lines below, or null.
+#[derive(Clone, Copy)]
+struct Pending {
+    /// Where the null value stands (the colon, or just after the dash).
+    null_at: usize,
+    /// The column of the key or dash.
+    col: usize,
+    key: bool,
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    out: Vec<Spanned<'a>>,
+    stack: Vec<Block>,
+    pending: Option<Pending>,
+    started: bool,
+    /// The root collection was opened.
+    rooted: bool,
+}
+
+impl<'a> Reader<'a> {
+    fn push(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) {
+        self.out.push(Spanned {
+            event,
+            start,
+            end,
+            indent,
+        });
+    }
+
+    fn node(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) {
+        self.push(event, start, end, indent);
+    }
+
+    fn comment(&mut self, from: usize, to: usize) {
+        self.push(
+            Event::Comment(Cow::Borrowed(&self.text[from + 1..to]), Placement::Right),
+            from,
+            to,
+            None,
+        );
+    }
+
+    fn line_end(&self, from: usize) -> usize {
+        memchr::memchr(b'\n', &self.b[from..]).map_or(self.b.len(), |i| from + i)
+    }
+
+    fn spaces(&self, from: usize, to: usize) -> usize {
+        self.b[from..to].iter().take_while(|&&c| c == b' ').count()
+    }
+
+    fn is_dash(&self, at: usize, le: usize) -> bool {
+        self.b[at] == b'-' && (at + 1 == le || self.b[at + 1] == b' ')
+    }
+
+    fn document(&mut self) -> Option<()> {
+        let len = self.b.len();
+        let mut pos = 0;
+        if self.b.starts_with(b"---") && matches!(self.b.get(3), None | Some(b' ' | b'\n')) {
+            let le = self.line_end(0);
+            let at = 3 + self.spaces(3, le);
+            self.push(Event::DocumentStart(true, None), 0, 3, None);
+            if at < le {
+                if self.b[at] != b'#' || at == 3 {
+                    return None;
+                }
+                self.comment(at, le);
+            }
+            self.started = true;
+            pos = (le + 1).min(len);
+        }
+        while pos < len {
+            let le = self.line_end(pos);
+            let col = self.spaces(pos, le);
+            let p = pos + col;
+            let next = (le + 1).min(len);
+            if p == le {
+                pos = next;
+                continue;
+            }
+            if self.b[p] == b'#' {
+                self.comment(p, le);
+                pos = next;
+                continue;
+            }
+            if col == 0 && (self.b[p..].starts_with(b"...") || self.b[p..].starts_with(b"---")) {
+                return None;
+            }
+            if !self.started {
+                self.push(Event::DocumentStart(false, None), p, p, None);
+                self.started = true;
+            }
+            pos = self.line(p, col, le)?;
+        }
+        if !self.rooted {
+            return None;
+        }
+        if let Some(pd) = self.pending.take() {
+            self.null(pd.null_at);
+        }
+        while let Some(top) = self.stack.pop() {
+            self.close(top, len);
+        }
+        self.push(Event::DocumentEnd, len, len, None);
+        Some(())
+    }
+
+    fn null(&mut self, at: usize) {
+        self.node(
+            Event::Scalar(Cow::Borrowed("~"), ScalarStyle::Plain, 0, None),
+            at,
+            at,
+            None,
+        );
+    }
+
+    fn close(&mut self, block: Block, at: usize) {
+        let event = match block {
+            Block::Map { .. } => Event::MappingEnd,
+            Block::Seq { .. } => Event::SequenceEnd,
+        };
+        self.push(event, at, at, None);
+    }
+
+    /// One content line whose first token is at `p` (column `col`); returns where the next
+    /// line to read starts.
+    fn line(&mut self, p: usize, col: usize, le: usize) -> Option<usize> {
+        let dash = self.is_dash(p, le);
+        if !self.rooted {
+            self.rooted = true;
+            return self.open(p, col, le, false);
+        }
+        match self.pending.take() {
+            Some(pd) if col > pd.col => return self.open(p, col, le, false),
+            Some(pd) if col == pd.col && pd.key && dash => {
+                if self.stack.len() >= MAX_DEPTH {
+                    return None;
+                }
+                self.stack.push(Block::Seq {
+                    col,
+                    indentless: true,
+                });
+                // An indentless sequence starts where its first entry's content does.
+                let q = p + 1 + self.spaces(p + 1, le);
+                self.push(
+                    Event::SequenceStart(StructureStyle::Block, 0, None),
+                    q,
+                    q,
+                    None,
+                );
+                return self.entry(p, col, le);
+            }
+            Some(pd) => self.null(pd.null_at),
+            None => {}
+        }
+        // A line deeper than the block it follows continues a scalar (or is an error).
+        if col > self.stack.last()?.col() {
+            return None;
+        }
+        while let Some(&top) = self.stack.last() {
+            let closes = match top {
+                Block::Map { col: c } => c > col,
+                Block::Seq { col: c, indentless } => c > col || (indentless && c == col && !dash),
+            };
+            if !closes {
+                break;
+            }
+            self.stack.pop();
+            self.close(top, p);
+        }
+        match *self.stack.last()? {
+            Block::Map { col: c } if c == col && !dash => self.pair(p, col, le),
+            Block::Seq { col: c, .. } if c == col && dash => self.entry(p, col, le),
+            _ => None,
+        }
+    }
+
+    /// A collection that starts at `p`: a sequence at a dash, else a mapping at a key; after
+    /// a dash on the same line (`inline`), a scalar too.
+    fn open(&mut self, p: usize, col: usize, le: usize, inline: bool) -> Option<usize> {
+        if self.stack.len() >= MAX_DEPTH {
+            return None;
+        }
+        if self.is_dash(p, le) {
+            self.stack.push(Block::Seq {
+                col,
+                indentless: false,
+            });
+            self.node(
+                Event::SequenceStart(StructureStyle::Block, 0, None),
+                p,
+                p,
+                None,
+            );
+            return self.entry(p, col, le);
+        }
+        if self.key_colon(p, le).is_some() {
+            self.stack.push(Block::Map { col });
+            self.node(
+                Event::MappingStart(StructureStyle::Block, 0, None),
+                p,
+                p,
+                None,
+            );
+            return self.pair(p, col, le);
+        }
+        if inline {
+            return self.value(p, le);
+        }
+        None
+    }
+
+    /// A sequence entry: the dash at `p`.
+    fn entry(&mut self, p: usize, col: usize, le: usize) -> Option<usize> {
+        let at = p + 1;
+        let q = at + self.spaces(at, le);
+        if q == le || self.b[q] == b'#' {
+            if q < le {
+                if q == at {
+                    return None;
+                }
+                self.comment(q, le);
+            }
+            self.pending = Some(Pending {
+                null_at: q,
+                col,
+                key: false,
+            });
+            return Some((le + 1).min(self.b.len()));
+        }
+        let line_start = p - col;
+        self.open(q, q - line_start, le, true)
+    }
+
+    /// Where the `:` of a simple key starting at `p` stands, if the line holds one this reader
+    /// takes: a plain key (no blank before its colon) or a one-line quoted one.
+    fn key_colon(&self, p: usize, le: usize) -> Option<usize> {
+        let b = self.b;
+        let colon = match b[p] {
+            b'"' | b'\'' => self.quoted_end(p, le)?,
+            c if starts_plain(c) && c != b'<' && c != b'-' => {
+                let mut i = p;
+                loop {
+                    if i >= le {
+                        return None;
+                    }
+                    match b[i] {
+                        b':' if i + 1 == le || b[i + 1] == b' ' => break i,
+                        b'#' if b[i - 1] == b' ' => return None,
+                        _ => i += 1,
+                    }
+                }
+            }
+            _ => return None,
+        };
+        let ok = b.get(colon) == Some(&b':')
+            && (colon + 1 == le || b[colon + 1] == b' ')
+            && b[colon - 1] != b' '
+            && colon - p <= MAX_KEY;
+        ok.then_some(colon)
+    }
+
+    /// The end (just past the closing quote) of the one-line quoted scalar at `p`.
+    fn quoted_end(&self, p: usize, le: usize) -> Option<usize> {
+        let b = self.b;
+        let quote = b[p];
+        let mut i = p + 1;
+        while i < le {
+            match b[i] {
+                b'\\' if quote == b'"' => return None,
+                c if c == quote => {
+                    if quote == b'\'' && b.get(i + 1) == Some(&b'\'') {
+                        i += 2;
+                        continue;
+                    }
+                    return Some(i + 1);
+                }
+                _ => i += 1,
+            }
+        }
+        None
+    }
+
+    /// The quoted scalar `[p, end)` as an event.
+    fn quoted(&self, p: usize, end: usize) -> Event<'a> {
+        let inner = &self.text[p + 1..end - 1];
+        if self.b[p] == b'"' {
+            Event::Scalar(Cow::Borrowed(inner), ScalarStyle::DoubleQuoted, 0, None)
+        } else {
+            let value = if inner.contains("''") {
+                Cow::Owned(inner.replace("''", "'"))
+            } else {
+                Cow::Borrowed(inner)
+            };
+            Event::Scalar(value, ScalarStyle::SingleQuoted, 0, None)
+        }
+    }
+
+    /// A key and its value, the key at `p`.
+    fn pair(&mut self, p: usize, col: usize, le: usize) -> Option<usize> {
+        let colon = self.key_colon(p, le)?;
+        let key = match self.b[p] {
+            b'"' | b'\'' => self.quoted(p, colon),
+            _ => Event::Scalar(
+                Cow::Borrowed(&self.text[p..colon]),
+                ScalarStyle::Plain,
+                0,
+                None,
+            ),
+        };
+        self.node(key, p, colon, Some(col));
+        let at = colon + 1;
+        let q = at + self.spaces(at, le);
+        if q == le || self.b[q] == b'#' {
+            if q < le {
+                if q == at {
+                    return None;
+                }
+                self.comment(q, le);
+            }
+            self.pending = Some(Pending {
+                null_at: colon,
+                col,
+                key: true,
+            });
+            return Some((le + 1).min(self.b.len()));
+        }
+        if q == at || self.is_dash(q, le) {
+            return None;
+        }
+        self.value(q, le)
+    }
+
+    /// A scalar (or `[]`, `{}`) value at `q`, the last node of its line.
+    fn value(&mut self, q: usize, le: usize) -> Option<usize> {
+        let b = self.b;
+        let next = (le + 1).min(b.len());
+        match b[q] {
+            b'"' | b'\'' => {
+                let end = self.quoted_end(q, le)?;
+                let event = self.quoted(q, end);
+                self.node(event, q, end, None);
+                self.rest(end, le)?;
+                Some(next)
+            }
+            b'[' | b'{' => {
+                let end = self.flow(q, le, 0)?;
+                self.rest(end, le)?;
+                Some(next)
+            }
+            b'|' => self.literal(q, le),
+            c if starts_plain(c) => {
+                let mut i = q;
+                let mut end = le;
+                while i < le {
+                    match b[i] {
+                        b':' if i + 1 == le || b[i + 1] == b' ' => return None,
+                        b'#' if b[i - 1] == b' ' => {
+                            end = i;
+                            self.comment(i, le);
+                            break;
+                        }
+                        _ => i += 1,
+                    }
+                }
+                while b[end - 1] == b' ' {
+                    end -= 1;
+                }
+                let text = &self.text[q..end];
+                self.node(
+                    Event::Scalar(Cow::Borrowed(text), ScalarStyle::Plain, 0, None),
+                    q,
+                    end,
+                    None,
+                );
+                Some(next)
+            }
+            _ => None,
+        }
+    }
+
+    /// A flow collection at `q` that ends on its line (`[a, "b"]`, `{k: v, l: [m]}`); returns
+    /// the end of it. Pairs in sequences, keys without a value, `?`, glued colons and anything
+    /// granit-parser reads with special care go to granit-parser.
+    fn flow(&mut self, q: usize, le: usize, depth: usize) -> Option<usize> {
+        let b = self.b;
+        if depth + self.stack.len() >= MAX_DEPTH {
+            return None;
+        }
+        let map = b[q] == b'{';
+        let (open, close, end_event) = if map {
+            (
+                Event::MappingStart(StructureStyle::Flow, 0, None),
+                b'}',
+                Event::MappingEnd,
+            )
+        } else {
+            (
+                Event::SequenceStart(StructureStyle::Flow, 0, None),
+                b']',
+                Event::SequenceEnd,
+            )
+        };
+        self.node(open, q, q + 1, None);
+        let mut i = q + 1;
+        loop {
+            i += self.spaces(i, le);
+            if i >= le {
+                return None;
+            }
+            if b[i] == close {
+                self.push(end_event, i, i + 1, None);
+                return Some(i + 1);
+            }
+            if map {
+                let (key_end, event) = self.flow_scalar(i, le, true)?;
+                self.node(event, i, key_end, None);
+                // `key: value`, the colon right after the key.
+                if b.get(key_end) != Some(&b':') || b.get(key_end + 1) != Some(&b' ') {
+                    return None;
+                }
+                i = key_end + 1;
+                i += self.spaces(i, le);
+                if i >= le || matches!(b[i], b',' | b'}' | b']') {
+                    return None;
+                }
+            }
+            i = self.flow_node(i, le, depth)?;
+            i += self.spaces(i, le);
+            match b.get(i) {
+                Some(b',') => i += 1,
+                Some(&c) if c == close => {}
+                _ => return None,
+            }
+        }
+    }
+
+    /// A node inside a flow collection at `i`; returns its end.
+    fn flow_node(&mut self, i: usize, le: usize, depth: usize) -> Option<usize> {
+        if matches!(self.b[i], b'[' | b'{') {
+            return self.flow(i, le, depth + 1);
+        }
+        let (end, event) = self.flow_scalar(i, le, false)?;
+        self.node(event, i, end, None);
+        Some(end)
+    }
+
+    /// A scalar inside a flow collection at `i`: quoted on one line, or plain up to a flow
+    /// indicator (a key's up to its `: `). Returns its end and its event.
+    fn flow_scalar(&self, i: usize, le: usize, key: bool) -> Option<(usize, Event<'a>)> {
+        let b = self.b;
+        if matches!(b[i], b'"' | b'\'') {
+            let end = self.quoted_end(i, le)?;
+            return Some((end, self.quoted(i, end)));
+        }
+        if !starts_plain(b[i])
+            || (b[i] == b'-' && matches!(b.get(i + 1), Some(b' ' | b',' | b']' | b'}')))
+        {
+            return None;
+        }
+        let mut j = i;
+        while j < le {
+            match b[j] {
+                b',' | b'[' | b']' | b'{' | b'}' => break,
+                b'?' => return None,
+                b':' => match b.get(j + 1) {
+                    Some(b' ') if key => break,
+                    Some(b' ' | b',' | b'[' | b']' | b'{' | b'}' | b'\n') | None => return None,
+                    _ => j += 1,
+                },
+                b'#' if b[j - 1] == b' ' => return None,
+                _ => j += 1,
+            }
+        }
+        let mut end = j;
+        while b[end - 1] == b' ' {
+            end -= 1;
+        }
+        let text = &self.text[i..end];
+        Some((
+            end,
+            Event::Scalar(Cow::Borrowed(text), ScalarStyle::Plain, 0, None),
+        ))
+    }
+
+    /// After a node: blanks, and a comment after at least one blank, to the end of the line.
+    fn rest(&mut self, from: usize, le: usize) -> Option<()> {
+        let at = from + self.spaces(from, le);
+        if at == le {
+            return Some(());
+        }
+        if self.b[at] == b'#' && at > from {
+            self.comment(at, le);
+            return Some(());
+        }
+        None
+    }
+
+    /// A literal block scalar whose `|` is at `q`; returns where the line that ends it starts.
+    fn literal(&mut self, q: usize, le: usize) -> Option<usize> {
+        let b = self.b;
+        let len = b.len();
+        let parent = self.stack.last()?.col();
+        let (chomp, header_end) = match b.get(q + 1) {
+            Some(b'-') => (Chomp::Strip, q + 2),
+            Some(b'+') => (Chomp::Keep, q + 2),
+            _ => (Chomp::Clip, q + 1),
+        };
+        // The comment of the header line comes after the scalar's own event, as granit-parser
+        // gives it (the order is no business of the tree's: comments are sorted).
+        let header_comment = {
+            let at = header_end + self.spaces(header_end, le);
+            if at == le {
+                None
+            } else if b[at] == b'#' && at > header_end {
+                Some(at)
+            } else {
+                return None;
+            }
+        };
+        let mut pos = le + 1;
+        let mut indent = None;
+        let mut first = 0;
+        let mut value = String::new();
+        let mut any = false;
+        let mut blanks = 0;
+        // Where the line that ends the scalar starts, and its first token.
+        let mut stop = (len, len);
+        let mut last_break = true;
+        while pos < len {
+            let line_end = self.line_end(pos);
+            let s = self.spaces(pos, line_end);
+            if pos + s == line_end {
+                // A blank line: leading ones, and ones with more blanks than the indentation,
+                // go to granit-parser.
+                match indent {
+                    Some(n) if s <= n => blanks += 1,
+                    _ => return None,
+                }
+                pos = line_end + 1;
+                continue;
+            }
+            let n = match indent {
+                None => {
+                    if s <= parent {
+                        return None;
+                    }
+                    indent = Some(s);
+                    first = pos + s;
+                    s
+                }
+                Some(n) if s < n => {
+                    stop = (pos, pos + s);
+                    break;
+                }
+                Some(n) => n,
+            };
+            if any {
+                value.push('\n');
+            }
+            any = true;
+            for _ in 0..blanks {
+                value.push('\n');
+            }
+            blanks = 0;
+            value.push_str(&self.text[pos + n..line_end]);
+            last_break = line_end < len;
+            pos = line_end + 1;
+        }
+        let n = indent?;
+        match chomp {
+            Chomp::Strip => {}
+            Chomp::Clip => value.push('\n'),
+            Chomp::Keep => {
+                if !last_break {
+                    return None;
+                }
+                value.push('\n');
+                for _ in 0..blanks {
+                    value.push('\n');
+                }
+            }
+        }
+        self.node(
+            Event::Scalar(Cow::Owned(value), ScalarStyle::Literal, 0, None),
+            first,
+            stop.1,
+            Some(n),
+        );
+        if let Some(at) = header_comment {
+            self.comment(at, le);
+        }
+        Some(stop.0)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Chomp {
+    Strip,
+    Clip,
+    Keep,
+}
+
+/// Whether a plain scalar may start with `c` here: not an indicator, and `-` only before a
+/// non-blank (which the callers check by taking a dash entry first).
+fn starts_plain(c: u8) -> bool {
+    !matches!(
+        c,
+        b'?' | b':'
+            | b','
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'#'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
+            | b' '
+    )
+}
+
+#[cfg(test)]
+mod tests;
