@@ -39,6 +39,8 @@ pub(super) fn read(chunk: &str) -> Option<Vec<Spanned<'_>>> {
         pending: None,
         started: false,
         rooted: false,
+        multi: false,
+        flow_root_end: None,
     };
     r.document()?;
     Some(r.out)
@@ -100,6 +102,9 @@ struct Reader<'a> {
     started: bool,
     /// The root collection was opened.
     rooted: bool,
+    /// The root is a flow collection (a JSON document): its lines break anywhere.
+    multi: bool,
+    flow_root_end: Option<usize>,
 }
 
 impl<'a> Reader<'a> {
@@ -171,7 +176,13 @@ impl<'a> Reader<'a> {
                 return None;
             }
             if !self.started {
-                self.push(Event::DocumentStart(false, None), p, p, None);
+                // granit-parser gives an implicit start the span of the first token.
+                let end = if matches!(self.b[p], b'[' | b'{') {
+                    p + 1
+                } else {
+                    p
+                };
+                self.push(Event::DocumentStart(false, None), p, end, None);
                 self.started = true;
             }
             pos = self.line(p, col, le)?;
@@ -185,7 +196,9 @@ impl<'a> Reader<'a> {
         while let Some(top) = self.stack.pop() {
             self.close(top, len);
         }
-        self.push(Event::DocumentEnd, len, len, None);
+        // A flow root's document ends with it; a block root's at the end of the chunk.
+        let end = self.flow_root_end.unwrap_or(len);
+        self.push(Event::DocumentEnd, end, end, None);
         Some(())
     }
 
@@ -212,6 +225,16 @@ impl<'a> Reader<'a> {
         let dash = self.is_dash(p, le);
         if !self.rooted {
             self.rooted = true;
+            if matches!(self.b[p], b'[' | b'{') {
+                // A flow root may span lines (JSON); nothing but comments may follow it.
+                self.multi = true;
+                let end = self.flow(p, le, 0)?;
+                self.multi = false;
+                self.flow_root_end = Some(end);
+                let le = self.line_end(end);
+                self.rest(end, le)?;
+                return Some((le + 1).min(self.b.len()));
+            }
             return self.open(p, col, le, false);
         }
         match self.pending.take() {
@@ -488,10 +511,11 @@ impl<'a> Reader<'a> {
         self.node(open, q, q + 1, None);
         let mut i = q + 1;
         loop {
-            i += self.spaces(i, le);
-            if i >= le {
+            i = self.gap(i);
+            if matches!(b.get(i), None | Some(b'\n')) {
                 return None;
             }
+            let le = self.limit(i, le);
             if b[i] == close {
                 self.push(end_event, i, i + 1, None);
                 return Some(i + 1);
@@ -503,20 +527,40 @@ impl<'a> Reader<'a> {
                 if b.get(key_end) != Some(&b':') || b.get(key_end + 1) != Some(&b' ') {
                     return None;
                 }
-                i = key_end + 1;
-                i += self.spaces(i, le);
-                if i >= le || matches!(b[i], b',' | b'}' | b']') {
+                i = self.gap(key_end + 1);
+                if matches!(b.get(i), None | Some(b'\n' | b',' | b'}' | b']')) {
                     return None;
                 }
             }
+            let le = self.limit(i, le);
             i = self.flow_node(i, le, depth)?;
-            i += self.spaces(i, le);
+            i = self.gap(i);
             match b.get(i) {
                 Some(b',') => i += 1,
                 Some(&c) if c == close => {}
                 _ => return None,
             }
         }
+    }
+
+    /// Past the blanks at `i` (and the line breaks, in a flow root).
+    fn gap(&self, mut i: usize) -> usize {
+        let b = self.b;
+        loop {
+            while b.get(i) == Some(&b' ') {
+                i += 1;
+            }
+            if self.multi && b.get(i) == Some(&b'\n') {
+                i += 1;
+                continue;
+            }
+            return i;
+        }
+    }
+
+    /// The end of the line a token at `i` stands on.
+    fn limit(&self, i: usize, le: usize) -> usize {
+        if self.multi { self.line_end(i) } else { le }
     }
 
     /// A node inside a flow collection at `i`; returns its end.
@@ -618,7 +662,10 @@ impl<'a> Reader<'a> {
                 // A blank line: leading ones, and ones with more blanks than the indentation,
                 // go to granit-parser.
                 match indent {
-                    Some(n) if s <= n => blanks += 1,
+                    // A last line without a break adds none to a kept scalar: granit-parser's.
+                    Some(n) if s <= n && (line_end < len || !matches!(chomp, Chomp::Keep)) => {
+                        blanks += 1
+                    }
                     _ => return None,
                 }
                 pos = line_end + 1;
