@@ -38,11 +38,22 @@ pub(super) fn parse_chunk<'a>(
             None => {
                 let from = out.len();
                 let chunk = &text[range.clone()];
-                if fast
-                    && round == 0
-                    && let Some(events) = super::fast::read(chunk)
-                {
-                    return build_fast(text, range.start, events, out);
+                if fast && round == 0 {
+                    // The fast reader takes no anchor or alias.
+                    let aliases = AliasNames { sorted: Vec::new() };
+                    let mut build = FastBuild {
+                        text,
+                        base: range.start,
+                        aliases: &aliases,
+                        builder: None,
+                        done: None,
+                    };
+                    if super::fast::read_into(chunk, &mut build).is_some()
+                        && let Some(document) = build.done
+                    {
+                        out.push(document);
+                        return;
+                    }
                 }
                 match read_chunk(text, chunk, range.start, None, may_patch, out) {
                     Ok(()) => return,
@@ -75,35 +86,38 @@ pub(super) fn parse_chunk<'a>(
     }
 }
 
-/// Builds the document of a chunk the fast reader read (at `base` in `text`). Its events are
-/// those granit-parser gives for the chunk, which holds no tab, so there is no tab to refuse.
-fn build_fast<'p>(
+/// The fast reader's events, built into a document as they come (at `base` in `text`). The
+/// chunk holds no tab, so there is no tab to refuse and no span to keep for that. A node the
+/// builder refuses stops the reader: granit-parser then reads the chunk, and gives the same
+/// refusal with whatever else the chunk holds.
+struct FastBuild<'p, 'n> {
     text: &'p str,
     base: usize,
-    events: Vec<super::fast::Spanned<'p>>,
-    out: &mut Vec<Parsed<'p>>,
-) {
-    // The fast reader takes no anchor or alias.
-    let aliases = AliasNames { sorted: Vec::new() };
-    let mut builder: Option<Builder<'p, '_>> = None;
-    for e in events {
-        let span = Span::new(base + e.start, base + e.end);
-        match e.event {
+    aliases: &'n AliasNames<'p>,
+    builder: Option<Builder<'p, 'n>>,
+    done: Option<Parsed<'p>>,
+}
+
+impl<'p> super::fast::Sink<'p> for FastBuild<'p, '_> {
+    fn event(&mut self, event: Event<'p>, start: usize, end: usize, indent: Option<usize>) -> bool {
+        let span = Span::new(self.base + start, self.base + end);
+        match event {
             Event::DocumentStart(..) => {
-                builder = Some(Builder::new(span.start(), &aliases, text, None));
+                let mut b = Builder::new(span.start(), self.aliases, self.text, None);
+                b.keep_covered = false;
+                self.builder = Some(b);
+                true
             }
             Event::DocumentEnd => {
-                if let Some(b) = builder.take() {
-                    out.push(b.finish(span.end()));
+                if let Some(b) = self.builder.take() {
+                    self.done = Some(b.finish(span.end()));
                 }
+                true
             }
-            event => {
-                let Some(b) = builder.as_mut() else { continue };
-                if let Err(error) = b.event(event, span, e.indent) {
-                    out.push(Parsed::Error(error));
-                    return;
-                }
-            }
+            event => match self.builder.as_mut() {
+                Some(b) => b.event(event, span, indent).is_ok(),
+                None => true,
+            },
         }
     }
 }
@@ -442,6 +456,8 @@ struct Builder<'a, 'n> {
     /// Where a tab is content or separation that go-yaml v2 accepts: scalars, aliases and flow
     /// collections.
     covered: Vec<Span>,
+    /// Whether to keep `covered` (not for a chunk known to hold no tab).
+    keep_covered: bool,
     /// Where the last plain scalar glued to its colon starts (see `flow_colon`).
     glued: Option<usize>,
     /// Set when the parser reads a rewritten copy of the chunk (yaml11.rs).
@@ -565,6 +581,7 @@ impl<'a, 'n> Builder<'a, 'n> {
             comments: Vec::new(),
             duplicates: Vec::new(),
             covered: Vec::new(),
+            keep_covered: true,
             glued: None,
             recook,
             last_end: start,
@@ -650,7 +667,9 @@ impl<'a, 'n> Builder<'a, 'n> {
                     style: scalar_style(style),
                     value,
                 };
-                self.covered.push(span);
+                if self.keep_covered {
+                    self.covered.push(span);
+                }
                 let pending = (anchor != 0).then(|| (anchor, node.clone()));
                 self.complete(node, AnchorMark::default(), merge_marker)?;
                 self.pending_scalar = pending;

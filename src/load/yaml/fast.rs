@@ -25,17 +25,44 @@ const MAX_DEPTH: usize = 64;
 /// granit-parser (as go-yaml) refuses longer simple keys; those go to it.
 const MAX_KEY: usize = 1024;
 
+/// Where the reader's events go, one at a time; `false` stops the reader, which then gives up.
+pub(super) trait Sink<'a> {
+    fn event(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) -> bool;
+}
+
+/// The tests compare lists of events.
+impl<'a> Sink<'a> for Vec<Spanned<'a>> {
+    fn event(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) -> bool {
+        self.push(Spanned {
+            event,
+            start,
+            end,
+            indent,
+        });
+        true
+    }
+}
+
 /// The events of `chunk` (one document), from its document start to its document end, or
 /// `None` where the chunk is not of the subset this reader knows.
+#[cfg(test)]
 pub(super) fn read(chunk: &str) -> Option<Vec<Spanned<'_>>> {
+    let mut events = Vec::new();
+    read_into(chunk, &mut events)?;
+    Some(events)
+}
+
+/// Hands the events of `chunk` to `sink` as they are read; `None` where the chunk is not of
+/// the subset (or the sink stopped): what the sink was given then is to be thrown away.
+pub(super) fn read_into<'a>(chunk: &'a str, sink: &mut dyn Sink<'a>) -> Option<()> {
     if !plain_bytes(chunk) {
         return None;
     }
     let mut r = Reader {
         text: chunk,
         b: chunk.as_bytes(),
-        // About two events a line of some 30 bytes; block scalars' lines give none.
-        out: Vec::with_capacity(chunk.len() / 40),
+        sink,
+        stopped: false,
         stack: Vec::new(),
         pending: None,
         started: false,
@@ -44,7 +71,7 @@ pub(super) fn read(chunk: &str) -> Option<Vec<Spanned<'_>>> {
         flow_root_end: None,
     };
     r.document()?;
-    Some(r.out)
+    (!r.stopped).then_some(())
 }
 
 /// Whether every character is one this reader takes as it is: printable, no tab, CR, BOM or
@@ -97,10 +124,12 @@ struct Pending {
     key: bool,
 }
 
-struct Reader<'a> {
+struct Reader<'a, 's> {
     text: &'a str,
     b: &'a [u8],
-    out: Vec<Spanned<'a>>,
+    sink: &'s mut dyn Sink<'a>,
+    /// The sink refused an event.
+    stopped: bool,
     stack: Vec<Block>,
     pending: Option<Pending>,
     started: bool,
@@ -111,14 +140,11 @@ struct Reader<'a> {
     flow_root_end: Option<usize>,
 }
 
-impl<'a> Reader<'a> {
+impl<'a> Reader<'a, '_> {
     fn push(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) {
-        self.out.push(Spanned {
-            event,
-            start,
-            end,
-            indent,
-        });
+        if !self.stopped && !self.sink.event(event, start, end, indent) {
+            self.stopped = true;
+        }
     }
 
     fn node(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) {
@@ -163,6 +189,9 @@ impl<'a> Reader<'a> {
             pos = (le + 1).min(len);
         }
         while pos < len {
+            if self.stopped {
+                return None;
+            }
             let le = self.line_end(pos);
             let col = self.spaces(pos, le);
             let p = pos + col;
