@@ -488,7 +488,7 @@ impl<'a> Reader<'a, '_> {
                 self.rest(end, le)?;
                 Some(next)
             }
-            b'|' => self.literal(q, le),
+            b'|' | b'>' => self.block_scalar(q, le),
             c if starts_plain(c) => {
                 let mut i = q;
                 let mut end = le;
@@ -577,7 +577,7 @@ impl<'a> Reader<'a, '_> {
     }
 
     /// Past the blanks at `i` (and the line breaks, in a flow root).
-    fn gap(&self, mut i: usize) -> usize {
+    fn gap(&mut self, mut i: usize) -> usize {
         let b = self.b;
         loop {
             while b.get(i) == Some(&b' ') {
@@ -585,6 +585,10 @@ impl<'a> Reader<'a, '_> {
             }
             if self.multi && b.get(i) == Some(&b'\n') {
                 i += 1;
+                // A document marker inside the collection: granit-parser's to judge.
+                if b[i..].starts_with(b"...") || b[i..].starts_with(b"---") {
+                    self.stopped = true;
+                }
                 continue;
             }
             return i;
@@ -615,7 +619,8 @@ impl<'a> Reader<'a, '_> {
             return Some((end, self.quoted(i, end)));
         }
         if !starts_plain(b[i])
-            || (b[i] == b'-' && matches!(b.get(i + 1), Some(b' ' | b',' | b']' | b'}')))
+            || (b[i] == b'-'
+                && matches!(b.get(i + 1), None | Some(b' ' | b'\n' | b',' | b']' | b'}')))
         {
             return None;
         }
@@ -657,9 +662,12 @@ impl<'a> Reader<'a, '_> {
         None
     }
 
-    /// A literal block scalar whose `|` is at `q`; returns where the line that ends it starts.
-    fn literal(&mut self, q: usize, le: usize) -> Option<usize> {
+    /// A block scalar whose `|` or `>` is at `q`; returns where the line that ends it starts.
+    /// A folded one is taken only where no line is more indented than the first (whose line
+    /// breaks folding keeps, as it does around them).
+    fn block_scalar(&mut self, q: usize, le: usize) -> Option<usize> {
         let b = self.b;
+        let folded = b[q] == b'>';
         let len = b.len();
         let parent = self.stack.last()?.col();
         let (chomp, header_end) = match b.get(q + 1) {
@@ -719,7 +727,16 @@ impl<'a> Reader<'a, '_> {
                 }
                 Some(n) => n,
             };
-            if any {
+            if folded && b[pos + n] == b' ' {
+                return None;
+            }
+            if folded {
+                // A line break between two lines becomes a space; each empty line between
+                // them, a line break.
+                if any && blanks == 0 {
+                    value.push(' ');
+                }
+            } else if any {
                 value.push('\n');
             }
             any = true;
@@ -746,7 +763,16 @@ impl<'a> Reader<'a, '_> {
             }
         }
         self.node(
-            Event::Scalar(Cow::Owned(value), ScalarStyle::Literal, 0, None),
+            Event::Scalar(
+                Cow::Owned(value),
+                if folded {
+                    ScalarStyle::Folded
+                } else {
+                    ScalarStyle::Literal
+                },
+                0,
+                None,
+            ),
             first,
             stop.1,
             Some(n),

@@ -209,6 +209,10 @@ fn agrees_on_edge_cases() {
         "[1,\n 2]\n# after\n",
         "{\"a\": [true, false]}",
         // The builder refuses these: the fast reader stops and granit-parser gives the error.
+        "a: >\n  x\n",
+        "a: >-\n  x\n  y\n\n  z\n\n\n  w\nb: 1\n",
+        "a: >+\n  x\n  y\n\n",
+        "- >\n  a b\n  c\n- x\n",
         "a: .nan\nb: 1\n",
         "18446744073709551616: x\n",
     ];
@@ -227,12 +231,17 @@ fn agrees_on_edge_cases() {
         "a: \"x\\ty\"\n",
         "a: &x 1\nb: *x\n",
         "a: !!str 1\n",
-        "a: >\n  x\n",
+        "a: >\n  x\n   y\n",
+        "a: >\n   x\n  y\n",
         "a: [1, 2\n  ]\n",
         "{\"a\": 1}\nb: 2\n",
         "{\"a\": \"x\\ny\"}\n",
         "{\"a\":1}\n",
         "[a\n b]\n",
+        "[\n...\n]\n",
+        "[\n---\n]\n",
+        "    {\n  k: -\n }\n",
+        "[-\n]\n",
         "a: {b}\n",
         "a: [b: c]\n",
         "a: {b: }\n",
@@ -286,6 +295,9 @@ fn agrees_on_random_block_documents() {
         "k10: |-",
         "k11: |+",
         "k12: |  # h",
+        "k13: >",
+        "k14: >-",
+        "k15: >+",
         "- item",
         "-",
         "- ",
@@ -325,6 +337,8 @@ fn agrees_on_random_block_documents() {
         "\"j\": 1,",
         "\"j\": \"s\"",
         "1, 2",
+        "...",
+        "]",
     ];
     // CREDLINT_FAST_SEED explores other documents (the default keeps the test repeatable).
     let mut state = std::env::var("CREDLINT_FAST_SEED")
