@@ -1,6 +1,7 @@
 //! The loader on arbitrary bytes: cut into documents, parse each. No panic; ranges cover the
 //! text in order; every span lies inside the text on character boundaries; parsing the same
-//! range twice gives the same tree.
+//! range twice gives the same tree; the fast reader changes nothing (the documents are those
+//! granit-parser alone gives).
 #![no_main]
 
 use credlint::load::yaml::{self, Node, Parsed, Value};
@@ -16,6 +17,11 @@ fuzz_target!(|data: &[u8]| {
                 .chain(std::iter::repeat_n('?', c.invalid().len()))
         })
         .collect();
+    assert_eq!(
+        format!("{:?}", yaml::parse(&text)),
+        format!("{:?}", yaml::parse_without_fast_reader(&text)),
+        "the fast reader reads otherwise than granit-parser"
+    );
     let ranges = yaml::document_ranges(&text);
     let mut next = 0;
     for range in ranges {

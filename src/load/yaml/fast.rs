@@ -122,6 +122,8 @@ struct Pending {
     /// The column of the key or dash.
     col: usize,
     key: bool,
+    /// A comment follows on the line: granit-parser then places a null elsewhere.
+    comment: bool,
 }
 
 struct Reader<'a, 's> {
@@ -224,6 +226,9 @@ impl<'a> Reader<'a, '_> {
             return None;
         }
         if let Some(pd) = self.pending.take() {
+            if pd.comment {
+                return None;
+            }
             self.null(pd.null_at);
         }
         while let Some(top) = self.stack.pop() {
@@ -290,6 +295,7 @@ impl<'a> Reader<'a, '_> {
                 );
                 return self.entry(p, col, le);
             }
+            Some(pd) if pd.comment => return None,
             Some(pd) => self.null(pd.null_at),
             None => {}
         }
@@ -365,6 +371,7 @@ impl<'a> Reader<'a, '_> {
                 null_at: q,
                 col,
                 key: false,
+                comment: q < le,
             });
             return Some((le + 1).min(self.b.len()));
         }
@@ -462,6 +469,7 @@ impl<'a> Reader<'a, '_> {
                 null_at: colon,
                 col,
                 key: true,
+                comment: q < le,
             });
             return Some((le + 1).min(self.b.len()));
         }

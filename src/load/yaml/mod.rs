@@ -106,9 +106,9 @@ fn read_part<'a>(text: &'a str, range: std::ops::Range<usize>, out: &mut Vec<Par
 }
 
 /// Every document of `text` read by granit-parser alone, the fast reader never tried: what
-/// the tests compare the fast reader's results with.
-#[cfg(test)]
-fn parse_without_fast_reader(text: &str) -> Vec<Parsed<'_>> {
+/// the tests and the loader's fuzz target compare the fast reader's results with.
+#[cfg(any(test, feature = "testkit"))]
+pub fn parse_without_fast_reader(text: &str) -> Vec<Parsed<'_>> {
     let mut out = Vec::new();
     for range in split::document_ranges(text) {
         read_part_with(text, range, &mut out, false);
