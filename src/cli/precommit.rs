@@ -6,7 +6,7 @@
 //! split bundle therefore reports nothing, and breaking one reports the bundle's findings even
 //! when they point into a file the commit did not change.
 
-use crate::lint::engine::{Engine, Options, Outcome};
+use crate::lint::engine::{Options, Outcome};
 use crate::load::input::{self, InputError, InputFile};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -80,7 +80,7 @@ pub fn lint(
     if paths.iter().any(|p| p.as_os_str() == "-") {
         return Err("--pre-commit takes the changed files, not standard input".into());
     }
-    let inputs = inputs(root, paths, exclude);
+    let (inputs, engine) = crate::cli::compile_while(options, || inputs(root, paths, exclude));
     for w in &inputs.warnings {
         eprintln!("credlint: warning: {}: {}", w.path, w.message);
     }
@@ -97,7 +97,7 @@ pub fn lint(
             root.display()
         ));
     }
-    let engine = Engine::new(options)?;
+    let engine = engine?;
     Ok((
         engine.run_with(&inputs.files, inputs.errors, memo),
         inputs.changed,

@@ -418,10 +418,27 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     if !meta.is_file() {
         return Err(not_regular(&meta.file_type()));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| describe_io(&e))?;
+    // The size fstat gives, in one read: `read_to_end` would read in growing chunks from 8 KiB
+    // and then once more to see the end (three reads for a 21 KB manifest). A file that grows
+    // meanwhile is read to its end, within the limit, as before.
+    let expected = usize::try_from(meta.len()).unwrap_or(0);
+    let mut bytes = vec![0; expected];
+    let mut filled = 0;
+    let mut file = file;
+    while filled < expected {
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(describe_io(&e)),
+        }
+    }
+    bytes.truncate(filled);
+    if filled == expected {
+        file.take(limit + 1 - expected as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| describe_io(&e))?;
+    }
     if bytes.len() as u64 > limit {
         return Err(too_large(limit));
     }
