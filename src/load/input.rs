@@ -447,16 +447,25 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
 
 /// Reads standard input to its end, no further than the size cap.
 pub fn read_stdin() -> Result<Vec<u8>, String> {
+    let failed = |e: std::io::Error| format!("cannot read standard input: {}", describe_io(&e));
+    let mut stdin = std::io::stdin().lock();
     let mut bytes = Vec::new();
-    std::io::stdin()
-        .lock()
-        .take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read standard input: {}", describe_io(&e)))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(too_large(MAX_INPUT_BYTES));
+    // In pieces, refused as soon as one would pass the cap: `read_to_end` reserves room before
+    // it knows the end has come, doubling a full 256 MiB buffer, and an allocator that grows by
+    // copying (the binary's does) then holds both for a moment.
+    let mut piece = vec![0; 64 * 1024];
+    loop {
+        let n = match stdin.read(&mut piece) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(failed(e)),
+        };
+        if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
+            return Err(too_large(MAX_INPUT_BYTES));
+        }
+        bytes.extend_from_slice(&piece[..n]);
     }
-    Ok(bytes)
 }
 
 /// Reads a file's bytes, bounded by the size cap.
