@@ -2,7 +2,7 @@
 """Two or more credlint binaries side by side, alternating, on the rows the cache and the
 pre-commit hook care about.
 
-    python3 bench/compare.py [--rounds 15] [--dir /tmp/bench-corpus] OLD NEW [...]
+    python3 bench/compare.py [--rounds 10] [--dir /tmp/bench-corpus] OLD NEW [...]
 
 On a shared machine a figure measured an hour ago says little about a change: a neighbour's
 build can double every time. This runs each row once per binary in turn, round after round, so
@@ -40,7 +40,7 @@ def run(argv, cwd=None, env=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("binaries", nargs="+")
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--dir", default="/tmp/bench-corpus")
     args = parser.parse_args()
     binaries = [os.path.abspath(b) for b in args.binaries]
