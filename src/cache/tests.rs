@@ -252,3 +252,80 @@ fn a_folder_that_is_not_a_cache_gets_no_gitignore() {
     Cache::open(&ours, &Options::default()).unwrap();
     assert!(ours.join(".gitignore").is_file() && ours.join("CACHEDIR.TAG").is_file());
 }
+
+/// A link under an entry's name is never followed (it could lead to a FIFO, a device or
+/// another cache's entry): a miss, and the fresh result replaces the link, not its target.
+#[test]
+fn a_link_under_an_entry_name_is_a_miss_and_replaced() {
+    let (base, dir) = temp("link");
+    let engine = Engine::new(Options::default()).unwrap();
+    let cache = Cache::open(&dir, &Options::default()).unwrap();
+    let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
+    let out = engine.lint_bytes(0, "a.yaml", &text);
+    let key = cache.key(true, &text);
+    // A whole, valid entry, reachable only through the link.
+    cache.remember(&key, 0, &out);
+    let path = cache.path(&key.0);
+    let target = base.join("elsewhere");
+    std::fs::rename(&path, &target).unwrap();
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    assert!(cache.recall(&key, 0).is_none(), "the link was followed");
+    cache.remember(&key, 0, &out);
+    assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+    assert!(cache.recall(&key, 0).is_some());
+    assert!(target.is_file(), "the link's target is left alone");
+}
+
+/// A hit on an entry older than `REFRESH_AFTER` moves its time to now (pruning removes the
+/// least recently used first); a hit on a recent one leaves it, so a warm run writes nothing.
+#[test]
+fn a_hit_refreshes_an_old_entry_only() {
+    let (_base, dir) = temp("refresh");
+    let engine = Engine::new(Options::default()).unwrap();
+    let cache = Cache::open(&dir, &Options::default()).unwrap();
+    let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
+    let key = cache.key(true, &text);
+    cache.remember(&key, 0, &engine.lint_bytes(0, "a.yaml", &text));
+    let path = cache.path(&key.0);
+    let set = |age: Duration| {
+        let f = std::fs::File::options().append(true).open(&path).unwrap();
+        let time = SystemTime::now() - age;
+        f.set_modified(time).unwrap();
+        std::fs::metadata(&path).unwrap().modified().unwrap()
+    };
+    let recent = set(REFRESH_AFTER / 2);
+    assert!(cache.recall(&key, 0).is_some());
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        recent
+    );
+    set(REFRESH_AFTER * 2);
+    assert!(cache.recall(&key, 0).is_some());
+    let age = std::fs::metadata(&path)
+        .unwrap()
+        .modified()
+        .unwrap()
+        .elapsed()
+        .unwrap_or_default();
+    assert!(age < REFRESH_AFTER / 2, "not refreshed: {age:?} old");
+}
+
+/// The body's checksum changes with any one byte changed anywhere, and with zero bytes added
+/// at the end; equal bodies have equal sums.
+#[test]
+fn the_checksum_sees_every_byte_and_the_length() {
+    let body: Vec<u8> = (0..200u32).map(|i| (i * 7 + 3) as u8).collect();
+    let sum = checksum(&body);
+    assert_eq!(checksum(&body.clone()), sum);
+    for at in 0..body.len() {
+        for bit in [0x01, 0x80] {
+            let mut b = body.clone();
+            b[at] ^= bit;
+            assert_ne!(checksum(&b), sum, "byte {at} bit {bit:#x}");
+        }
+    }
+    let mut sums = std::collections::HashSet::new();
+    for len in 0..70 {
+        assert!(sums.insert(checksum(&vec![0; len])), "{len} zero bytes");
+    }
+}

@@ -360,18 +360,6 @@ fn check(args: CheckArgs) -> ExitCode {
             "standard input (`-`) can be read only once: as manifests or as --policy",
         );
     }
-    // Files named on the command line (a pre-commit hook's) have their programs checked on
-    // a thread of their own from here on, while the settings are read and the rules compiled.
-    let named: Vec<crate::load::input::InputFile> = args
-        .paths
-        .iter()
-        .filter(|p| p.is_file())
-        .map(|p| crate::load::input::InputFile {
-            display: input::display_path(p),
-            origin: crate::load::input::Origin::File(p.clone()),
-        })
-        .collect();
-    crate::lint::checks::runtime::prewarm(&named);
     let flags = Flags {
         select: args.select.clone(),
         ignore: args.ignore.clone(),
@@ -400,6 +388,24 @@ fn check(args: CheckArgs) -> ExitCode {
         pragma_everywhere: settings.pragma_everywhere,
     };
     let cache = open_cache(&args, &options);
+    // Files named on the command line (a pre-commit hook's) have their programs checked on
+    // a thread of their own from here on, while the rules are compiled and the other objects
+    // linted; not those whose result the cache holds.
+    let named: Vec<crate::load::input::InputFile> = args
+        .paths
+        .iter()
+        .filter(|p| p.is_file())
+        .map(|p| crate::load::input::InputFile {
+            display: input::display_path(p),
+            origin: crate::load::input::Origin::File(p.clone()),
+        })
+        .collect();
+    crate::lint::checks::runtime::prewarm(
+        &named,
+        cache
+            .as_ref()
+            .map(|c| Box::new(c.holds()) as Box<dyn Fn(&str, &[u8]) -> bool + Send>),
+    );
     let memo = cache.as_ref().map(|c| c as &dyn Memo);
     let linted = if args.pre_commit {
         lint_changed(&args.paths, &settings.exclude, options, memo)
@@ -584,11 +590,12 @@ fn lint(
     if paths.iter().filter(|p| is_stdin(p)).count() > 1 {
         return Err(usage_error("standard input (`-`) can be read only once"));
     }
+    let (collected, engine) = compile_while(options, || input::collect(&paths, exclude));
     let input::Collected {
         files,
         errors,
         warnings,
-    } = input::collect(&paths, exclude);
+    } = collected;
     for w in &warnings {
         eprintln!("credlint: warning: {}: {}", w.path, w.message);
     }
@@ -607,9 +614,33 @@ fn lint(
     }
     // Standard input is read once, up front; the text report needs it again.
     let (files, stdin) = take_stdin(files).map_err(|e| usage_error(format!("-: {e}")))?;
-    let engine = Engine::new(options).map_err(usage_error)?;
+    let engine = engine.map_err(usage_error)?;
     let outcome = engine.run_with(&files, errors, memo);
     Ok((outcome, Texts { stdin }))
+}
+
+/// The rules compiled on a thread of their own while `walk` lists the inputs: a tree of
+/// thousands of files takes longer to list than the rules to compile, and a warm run then
+/// waits for neither after the other.
+pub(crate) fn compile_while<T>(
+    options: Options,
+    walk: impl FnOnce() -> T,
+) -> (T, Result<Engine, String>) {
+    std::thread::scope(|scope| {
+        let spare = options.clone();
+        let compiling = std::thread::Builder::new()
+            .name("credlint-rules".into())
+            .spawn_scoped(scope, || Engine::new(options));
+        let walked = walk();
+        let engine = match compiling {
+            Ok(compiling) => compiling
+                .join()
+                .unwrap_or_else(|_| Err("the rules could not be compiled".to_string())),
+            // No thread to be had: compiled here.
+            Err(_) => Engine::new(spare),
+        };
+        (walked, engine)
+    })
 }
 
 /// Exit 2 when the run read no Kubernetes object and found nothing wrong: no document, only

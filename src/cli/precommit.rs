@@ -6,7 +6,7 @@
 //! split bundle therefore reports nothing, and breaking one reports the bundle's findings even
 //! when they point into a file the commit did not change.
 
-use crate::lint::engine::{Engine, Options, Outcome};
+use crate::lint::engine::{Options, Outcome};
 use crate::load::input::{self, InputError, InputFile};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -39,11 +39,22 @@ pub fn inputs(root: &Path, paths: &[PathBuf], exclude: &[String]) -> Inputs {
         input::Origin::File(p) => std::fs::canonicalize(p).ok(),
         _ => None,
     };
-    let mut index: std::collections::HashMap<PathBuf, usize> = files
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| key(f).map(|k| (k, i)))
-        .collect();
+    // A changed file is found in the tree by its path as written first (`./a/b.yaml` is
+    // `a/b.yaml`): the same path from the same folder is the same file. Only a path written
+    // otherwise (`../repo/a.yaml`, a link) needs every file of the tree resolved, a few system
+    // calls each, so the tree's real paths are worked out once and only then.
+    let plain = |p: &Path| -> PathBuf {
+        p.components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect()
+    };
+    let mut by_path: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
+    for (i, f) in files.iter().enumerate() {
+        if let input::Origin::File(p) = &f.origin {
+            by_path.entry(plain(p)).or_insert(i);
+        }
+    }
+    let mut index: Option<std::collections::HashMap<PathBuf, usize>> = None;
     let mut changed = HashSet::new();
     for file in given {
         let input::Origin::File(path) = &file.origin else {
@@ -52,6 +63,17 @@ pub fn inputs(root: &Path, paths: &[PathBuf], exclude: &[String]) -> Inputs {
         if input::is_excluded(path, root, exclude) {
             continue;
         }
+        if let Some(&i) = by_path.get(&plain(path)) {
+            changed.insert(i);
+            continue;
+        }
+        let index = index.get_or_insert_with(|| {
+            files
+                .iter()
+                .enumerate()
+                .filter_map(|(i, f)| key(f).map(|k| (k, i)))
+                .collect()
+        });
         let Some(k) = key(&file) else { continue };
         let i = *index.entry(k).or_insert_with(|| {
             files.push(file.clone());
@@ -80,7 +102,7 @@ pub fn lint(
     if paths.iter().any(|p| p.as_os_str() == "-") {
         return Err("--pre-commit takes the changed files, not standard input".into());
     }
-    let inputs = inputs(root, paths, exclude);
+    let (inputs, engine) = crate::cli::compile_while(options, || inputs(root, paths, exclude));
     for w in &inputs.warnings {
         eprintln!("credlint: warning: {}: {}", w.path, w.message);
     }
@@ -97,7 +119,7 @@ pub fn lint(
             root.display()
         ));
     }
-    let engine = Engine::new(options)?;
+    let engine = engine?;
     Ok((
         engine.run_with(&inputs.files, inputs.errors, memo),
         inputs.changed,
@@ -120,4 +142,42 @@ pub fn narrow(outcome: &mut Outcome, changed: &HashSet<usize>) {
     outcome.findings.retain(|f| {
         changed.contains(&f.loc.file) || f.bundle.as_ref().is_some_and(|b| bundles.contains(b))
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A changed file is the tree's own however its path is written: as the walk writes it,
+    /// through `.`, or through `..` (found by its real path); it is never added twice.
+    #[test]
+    fn a_changed_file_is_found_in_the_tree_however_it_is_written() {
+        let base = crate::testkit::TempDir::new("credlint-precommit-paths");
+        let root = base.join("repo");
+        std::fs::create_dir_all(root.join("apps")).unwrap();
+        for name in ["a.yaml", "apps/b.yaml", "apps/c.yaml"] {
+            std::fs::write(root.join(name), "kind: ConfigMap\n").unwrap();
+        }
+        let tree = inputs(&root, &[], &[]).files.len();
+        assert_eq!(tree, 3);
+        let written = [
+            root.join("apps/b.yaml"),
+            root.join("./apps/./b.yaml"),
+            root.join("apps/../apps/b.yaml"),
+        ];
+        let mut found = Vec::new();
+        for path in &written {
+            let got = inputs(&root, std::slice::from_ref(path), &[]);
+            assert_eq!(got.files.len(), tree, "{} was added", path.display());
+            let [i] = got.changed.iter().copied().collect::<Vec<_>>()[..] else {
+                panic!("{}: changed {:?}", path.display(), got.changed);
+            };
+            let input::Origin::File(p) = &got.files[i].origin else {
+                panic!("not a file");
+            };
+            found.push(std::fs::canonicalize(p).unwrap());
+        }
+        let b = std::fs::canonicalize(root.join("apps/b.yaml")).unwrap();
+        assert!(found.iter().all(|p| *p == b), "{found:?}");
+    }
 }

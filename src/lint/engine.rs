@@ -499,9 +499,13 @@ impl Engine {
         for d in finished.duplicates {
             late_duplicate(d, &mut emit, &mut render);
         }
-        for b in &mut bundles {
-            settle(b, &mut emit, &mut render);
-        }
+        settle_all(
+            &mut bundles,
+            &mut emit,
+            &mut render,
+            pool.as_ref(),
+            self.catalog,
+        );
         crate::lint::checks::writers::check(&render, &mut emit);
         findings.extend(emit.findings);
         fix_bundle_ids(&mut findings, &bundles);
@@ -1038,6 +1042,46 @@ fn settle(bundle: &mut Bundle, emit: &mut Emit, render: &mut Render) {
     emit.findings.extend(bundle.release());
     bundle_rules::check(bundle, emit);
     render.add(bundle);
+}
+
+/// [`settle`] on every bundle held to the end of a run (all of them where the bundles are
+/// kept: `--pre-commit`, JUnit), on the pool's threads when there are many. Each bundle's
+/// checks read that bundle alone; their findings and what `render` keeps are joined in the
+/// bundles' order, as one thread would have left them.
+fn settle_all(
+    bundles: &mut [Bundle],
+    emit: &mut Emit,
+    render: &mut Render,
+    pool: Option<&rayon::ThreadPool>,
+    catalog: &Catalog,
+) {
+    /// Below this many bundles, handing them over costs more than it saves.
+    const PARALLEL_FROM: usize = 64;
+    let Some(pool) = pool.filter(|_| bundles.len() >= PARALLEL_FROM) else {
+        for b in bundles {
+            settle(b, emit, render);
+        }
+        return;
+    };
+    let parts: Vec<(Vec<Finding>, Render)> = pool.install(|| {
+        bundles
+            .par_chunks_mut(PARALLEL_FROM / 4)
+            .map(|chunk| {
+                let mut emit = Emit::new(catalog);
+                let mut render = Render::default();
+                for b in chunk {
+                    settle(b, &mut emit, &mut render);
+                }
+                (emit.findings, render)
+            })
+            .collect()
+    });
+    for (findings, part) in parts {
+        emit.findings.extend(findings);
+        render.digests.extend(part.digests);
+        render.member_bindings.extend(part.member_bindings);
+        render.writers.extend(part.writers);
+    }
 }
 
 /// A member of a bundle that was complete, and checked, before it arrived.

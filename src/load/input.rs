@@ -418,10 +418,27 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     if !meta.is_file() {
         return Err(not_regular(&meta.file_type()));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| describe_io(&e))?;
+    // The size fstat gives, in one read: `read_to_end` would read in growing chunks from 8 KiB
+    // and then once more to see the end (three reads for a 21 KB manifest). A file that grows
+    // meanwhile is read to its end, within the limit, as before.
+    let expected = usize::try_from(meta.len()).unwrap_or(0);
+    let mut bytes = vec![0; expected];
+    let mut filled = 0;
+    let mut file = file;
+    while filled < expected {
+        match file.read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(describe_io(&e)),
+        }
+    }
+    bytes.truncate(filled);
+    if filled == expected {
+        file.take(limit + 1 - expected as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| describe_io(&e))?;
+    }
     if bytes.len() as u64 > limit {
         return Err(too_large(limit));
     }
@@ -430,16 +447,25 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
 
 /// Reads standard input to its end, no further than the size cap.
 pub fn read_stdin() -> Result<Vec<u8>, String> {
+    let failed = |e: std::io::Error| format!("cannot read standard input: {}", describe_io(&e));
+    let mut stdin = std::io::stdin().lock();
     let mut bytes = Vec::new();
-    std::io::stdin()
-        .lock()
-        .take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read standard input: {}", describe_io(&e)))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(too_large(MAX_INPUT_BYTES));
+    // In pieces, refused as soon as one would pass the cap: `read_to_end` reserves room before
+    // it knows the end has come, doubling a full 256 MiB buffer, and an allocator that grows by
+    // copying (the binary's does) then holds both for a moment.
+    let mut piece = vec![0; 64 * 1024];
+    loop {
+        let n = match stdin.read(&mut piece) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(failed(e)),
+        };
+        if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
+            return Err(too_large(MAX_INPUT_BYTES));
+        }
+        bytes.extend_from_slice(&piece[..n]);
     }
-    Ok(bytes)
 }
 
 /// Reads a file's bytes, bounded by the size cap.

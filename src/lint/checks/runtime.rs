@@ -86,6 +86,9 @@ fn locate(
         .collect()
 }
 
+/// Whether a file (display name, bytes) has its result in `check`'s cache.
+pub type Cached = Box<dyn Fn(&str, &[u8]) -> bool + Send>;
+
 /// Inputs up to this size are read twice so their programs can be checked early.
 const PREWARM_BYTES: usize = 1024 * 1024;
 
@@ -93,8 +96,9 @@ const PREWARM_BYTES: usize = 1024 * 1024;
 /// inputs are small (a pre-commit hook's few files): the analysis, the largest cost of such a
 /// run, then overlaps compiling the rules and linting the other objects, and linting finds the
 /// result cached (or waits for it, never repeating it). Larger inputs are left alone: there
-/// the cache is warm after the first bundle anyway.
-pub fn prewarm(files: &[crate::load::input::InputFile]) {
+/// the cache is warm after the first bundle anyway. A file `cached` says has a result in
+/// `check`'s cache (given its display name and bytes) is skipped: linting will not read it.
+pub fn prewarm(files: &[crate::load::input::InputFile], cached: Option<Cached>) {
     let files = files.to_vec();
     let sizes: Option<usize> = files.iter().map(crate::load::input::size).sum();
     if files.is_empty() || sizes.is_none_or(|total| total > PREWARM_BYTES) {
@@ -107,6 +111,12 @@ pub fn prewarm(files: &[crate::load::input::InputFile]) {
                 let Ok(bytes) = crate::load::input::read(file) else {
                     continue;
                 };
+                if cached
+                    .as_ref()
+                    .is_some_and(|cached| cached(&file.display, &bytes))
+                {
+                    continue;
+                }
                 let Ok(text) = std::str::from_utf8(&bytes) else {
                     continue;
                 };

@@ -90,3 +90,57 @@ fn a_bundle_named_otherwise_is_linked_by_its_references() {
         located(&outcome)
     );
 }
+
+/// The bundles held to the end of a run are settled on the pool's threads when there are many;
+/// the findings and what the one-writer checks keep are the same, in the same order, as when
+/// one thread settles them one by one. Generated cases, mutants among them, so that there are
+/// findings to compare.
+#[test]
+fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
+    let engine = Engine::new(Options::default()).unwrap();
+    let mut c = crate::testkit::Rng::new(16);
+    let mut texts = Vec::new();
+    for i in 0..120 {
+        let family = &crate::testkit::FAMILIES[i % crate::testkit::FAMILIES.len()];
+        let case = if i % 3 == 0 || family.simulate {
+            crate::testkit::valid(&mut c)
+        } else {
+            crate::testkit::mutant(&mut c, family)
+        };
+        texts.extend(case.files.into_iter().map(|(_, text)| text));
+    }
+    let bundles = || {
+        let members = texts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, text)| engine.lint_bytes(i, "a.yaml", text.as_bytes()).members)
+            .collect();
+        bundle::assemble(members)
+    };
+    let settled = |pool: Option<&rayon::ThreadPool>| {
+        let mut bundles = bundles();
+        let mut emit = Emit::new(engine.catalog);
+        let mut render = Render::default();
+        settle_all(&mut bundles, &mut emit, &mut render, pool, engine.catalog);
+        let mut bindings: Vec<_> = render.member_bindings.iter().copied().collect();
+        bindings.sort();
+        (
+            format!("{:?}", emit.findings),
+            format!("{:?}", render.digests),
+            bindings,
+            bundles.len(),
+        )
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let alone = settled(None);
+    assert!(
+        alone.3 >= 64,
+        "{} bundles: too few to settle in parallel",
+        alone.3
+    );
+    assert!(alone.0.len() > 2, "no findings to compare");
+    assert_eq!(settled(Some(&pool)), alone);
+}
