@@ -356,24 +356,43 @@ impl<'a> Reader<'a, '_> {
         None
     }
 
+    /// After a dash or a key's colon (`at` just past it, `q` past the blanks there): where the
+    /// line holds nothing more but a comment, the value waits on the lines below (or is a null
+    /// at `null_at`), and this gives `Some(Some(next line))`; `Some(None)` where a node follows
+    /// at `q`; `None` where the reader gives up (a comment with no blank before it).
+    fn nothing_after(
+        &mut self,
+        at: usize,
+        q: usize,
+        le: usize,
+        null_at: usize,
+        col: usize,
+        key: bool,
+    ) -> Option<Option<usize>> {
+        if q < le && self.b[q] != b'#' {
+            return Some(None);
+        }
+        if q < le {
+            if q == at {
+                return None;
+            }
+            self.comment(q, le);
+        }
+        self.pending = Some(Pending {
+            null_at,
+            col,
+            key,
+            comment: q < le,
+        });
+        Some(Some((le + 1).min(self.b.len())))
+    }
+
     /// A sequence entry: the dash at `p`.
     fn entry(&mut self, p: usize, col: usize, le: usize) -> Option<usize> {
         let at = p + 1;
         let q = at + self.spaces(at, le);
-        if q == le || self.b[q] == b'#' {
-            if q < le {
-                if q == at {
-                    return None;
-                }
-                self.comment(q, le);
-            }
-            self.pending = Some(Pending {
-                null_at: q,
-                col,
-                key: false,
-                comment: q < le,
-            });
-            return Some((le + 1).min(self.b.len()));
+        if let Some(next) = self.nothing_after(at, q, le, q, col, false)? {
+            return Some(next);
         }
         let line_start = p - col;
         self.open(q, q - line_start, le, true)
@@ -458,20 +477,8 @@ impl<'a> Reader<'a, '_> {
         self.node(key, p, colon, Some(col));
         let at = colon + 1;
         let q = at + self.spaces(at, le);
-        if q == le || self.b[q] == b'#' {
-            if q < le {
-                if q == at {
-                    return None;
-                }
-                self.comment(q, le);
-            }
-            self.pending = Some(Pending {
-                null_at: colon,
-                col,
-                key: true,
-                comment: q < le,
-            });
-            return Some((le + 1).min(self.b.len()));
+        if let Some(next) = self.nothing_after(at, q, le, colon, col, true)? {
+            return Some(next);
         }
         if q == at || self.is_dash(q, le) {
             return None;
