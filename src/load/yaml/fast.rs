@@ -149,10 +149,6 @@ impl<'a> Reader<'a, '_> {
         }
     }
 
-    fn node(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) {
-        self.push(event, start, end, indent);
-    }
-
     fn comment(&mut self, from: usize, to: usize) {
         self.push(
             Event::Comment(Cow::Borrowed(&self.text[from + 1..to]), Placement::Right),
@@ -241,7 +237,7 @@ impl<'a> Reader<'a, '_> {
     }
 
     fn null(&mut self, at: usize) {
-        self.node(
+        self.push(
             Event::Scalar(Cow::Borrowed("~"), ScalarStyle::Plain, 0, None),
             at,
             at,
@@ -332,7 +328,7 @@ impl<'a> Reader<'a, '_> {
                 col,
                 indentless: false,
             });
-            self.node(
+            self.push(
                 Event::SequenceStart(StructureStyle::Block, 0, None),
                 p,
                 p,
@@ -342,7 +338,7 @@ impl<'a> Reader<'a, '_> {
         }
         if self.key_colon(p, le).is_some() {
             self.stack.push(Block::Map { col });
-            self.node(
+            self.push(
                 Event::MappingStart(StructureStyle::Block, 0, None),
                 p,
                 p,
@@ -474,7 +470,7 @@ impl<'a> Reader<'a, '_> {
                 None,
             ),
         };
-        self.node(key, p, colon, Some(col));
+        self.push(key, p, colon, Some(col));
         let at = colon + 1;
         let q = at + self.spaces(at, le);
         if let Some(next) = self.nothing_after(at, q, le, colon, col, true)? {
@@ -494,7 +490,7 @@ impl<'a> Reader<'a, '_> {
             b'"' | b'\'' => {
                 let end = self.quoted_end(q, le)?;
                 let event = self.quoted(q, end);
-                self.node(event, q, end, None);
+                self.push(event, q, end, None);
                 self.rest(end, le)?;
                 Some(next)
             }
@@ -522,7 +518,7 @@ impl<'a> Reader<'a, '_> {
                     end -= 1;
                 }
                 let text = &self.text[q..end];
-                self.node(
+                self.push(
                     Event::Scalar(Cow::Borrowed(text), ScalarStyle::Plain, 0, None),
                     q,
                     end,
@@ -556,7 +552,7 @@ impl<'a> Reader<'a, '_> {
                 Event::SequenceEnd,
             )
         };
-        self.node(open, q, q + 1, None);
+        self.push(open, q, q + 1, None);
         let mut i = q + 1;
         loop {
             i = self.gap(i);
@@ -570,7 +566,7 @@ impl<'a> Reader<'a, '_> {
             }
             if map {
                 let (key_end, event) = self.flow_scalar(i, le, true)?;
-                self.node(event, i, key_end, None);
+                self.push(event, i, key_end, None);
                 // `key: value`, the colon right after the key.
                 if b.get(key_end) != Some(&b':') || b.get(key_end + 1) != Some(&b' ') {
                     return None;
@@ -621,7 +617,7 @@ impl<'a> Reader<'a, '_> {
             return self.flow(i, le, depth + 1);
         }
         let (end, event) = self.flow_scalar(i, le, false)?;
-        self.node(event, i, end, None);
+        self.push(event, i, end, None);
         Some(end)
     }
 
@@ -777,7 +773,7 @@ impl<'a> Reader<'a, '_> {
                 }
             }
         }
-        self.node(
+        self.push(
             Event::Scalar(
                 Cow::Owned(value),
                 if folded {
