@@ -24,18 +24,18 @@ fn every_fixture_result_survives_the_format() {
     let texts = crate::testkit::fixture_texts();
     assert!(texts.len() > 100);
     for text in &texts {
-        let out = engine.lint_bytes(3, "a.yaml", text.as_bytes());
+        let out = engine.lint_bytes(3, "a.yaml", text.as_bytes()).unwrap();
         let bytes = codec::encode(&out, 3).expect("every place is in file 3");
         let back = codec::decode(&bytes, 3).expect("decodes");
         assert_eq!(
             shown(back),
-            shown(engine.lint_bytes(3, "a.yaml", text.as_bytes())),
+            shown(engine.lint_bytes(3, "a.yaml", text.as_bytes()).unwrap()),
             "{text}"
         );
         let moved = codec::decode(&bytes, 7).unwrap();
         assert_eq!(
             shown(moved),
-            shown(engine.lint_bytes(7, "a.yaml", text.as_bytes())),
+            shown(engine.lint_bytes(7, "a.yaml", text.as_bytes()).unwrap()),
             "moved to another file number"
         );
         for cut in [0, bytes.len() / 2, bytes.len().saturating_sub(1)] {
@@ -50,7 +50,7 @@ fn every_fixture_result_survives_the_format() {
     // A result with a place in another file cannot be moved: it is not kept.
     let with_findings = texts
         .iter()
-        .map(|text| engine.lint_bytes(3, "a.yaml", text.as_bytes()))
+        .map(|text| engine.lint_bytes(3, "a.yaml", text.as_bytes()).unwrap())
         .find(|out| !out.findings.is_empty());
     let mut out = with_findings.expect("some fixture has findings");
     assert!(codec::encode(&out, 3).is_some());
@@ -90,7 +90,7 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
             .any(|l| l == "*")
     );
     let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
-    let out = engine.lint_bytes(0, "a.yaml", &text);
+    let out = engine.lint_bytes(0, "a.yaml", &text).unwrap();
     let key = cache.key(true, &text);
     assert!(cache.recall(&key, 0).is_none(), "empty cache");
     cache.remember(&key, 0, &out);
@@ -98,7 +98,7 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
     let good = std::fs::read(&path).unwrap();
     assert_eq!(
         shown(cache.recall(&key, 2).unwrap()),
-        shown(engine.lint_bytes(2, "a.yaml", &text))
+        shown(engine.lint_bytes(2, "a.yaml", &text).unwrap())
     );
     // Another key's entry under this key's name, a flipped byte anywhere, a cut, garbage.
     let other_key = cache.key(true, b"other bytes");
@@ -261,7 +261,7 @@ fn a_link_under_an_entry_name_is_a_miss_and_replaced() {
     let engine = Engine::new(Options::default()).unwrap();
     let cache = Cache::open(&dir, &Options::default()).unwrap();
     let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
-    let out = engine.lint_bytes(0, "a.yaml", &text);
+    let out = engine.lint_bytes(0, "a.yaml", &text).unwrap();
     let key = cache.key(true, &text);
     // A whole, valid entry, reachable only through the link.
     cache.remember(&key, 0, &out);
@@ -285,7 +285,7 @@ fn a_hit_refreshes_an_old_entry_only() {
     let cache = Cache::open(&dir, &Options::default()).unwrap();
     let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
     let key = cache.key(true, &text);
-    cache.remember(&key, 0, &engine.lint_bytes(0, "a.yaml", &text));
+    cache.remember(&key, 0, &engine.lint_bytes(0, "a.yaml", &text).unwrap());
     let path = cache.path(&key.0);
     let set = |age: Duration| {
         let f = std::fs::File::options().append(true).open(&path).unwrap();

@@ -614,33 +614,28 @@ fn lint(
     }
     // Standard input is read once, up front; the text report needs it again.
     let (files, stdin) = take_stdin(files).map_err(|e| usage_error(format!("-: {e}")))?;
-    let engine = engine.map_err(usage_error)?;
     let outcome = engine.run_with(&files, errors, memo);
     Ok((outcome, Texts { stdin }))
 }
 
 /// The rules compiled on a thread of their own while `walk` lists the inputs: a tree of
-/// thousands of files takes longer to list than the rules to compile, and a warm run then
-/// waits for neither after the other.
+/// thousands of files takes longer to list than the rules to compile. The thread is not waited
+/// for: a file the cache does not hold waits for the rules when it needs them, and a run whose
+/// every file the cache holds ends without them.
 pub(crate) fn compile_while<T>(
     options: Options,
     walk: impl FnOnce() -> T,
-) -> (T, Result<Engine, String>) {
-    std::thread::scope(|scope| {
-        let spare = options.clone();
-        let compiling = std::thread::Builder::new()
-            .name("credlint-rules".into())
-            .spawn_scoped(scope, || Engine::new(options));
-        let walked = walk();
-        let engine = match compiling {
-            Ok(compiling) => compiling
-                .join()
-                .unwrap_or_else(|_| Err("the rules could not be compiled".to_string())),
-            // No thread to be had: compiled here.
-            Err(_) => Engine::new(spare),
-        };
-        (walked, engine)
-    })
+) -> (T, std::sync::Arc<Engine>) {
+    let engine = std::sync::Arc::new(Engine::deferred(options));
+    let compiling = std::sync::Arc::clone(&engine);
+    // No thread to be had: the first file that needs the rules compiles them.
+    let _ = std::thread::Builder::new()
+        .name("credlint-rules".into())
+        .spawn(move || {
+            // A failure is met again, and reported, by the first file that needs the rules.
+            let _ = compiling.compiled();
+        });
+    (walk(), engine)
 }
 
 /// Exit 2 when the run read no Kubernetes object and found nothing wrong: no document, only

@@ -119,7 +119,6 @@ pub fn lint(
             root.display()
         ));
     }
-    let engine = engine?;
     Ok((
         engine.run_with(&inputs.files, inputs.errors, memo),
         inputs.changed,

@@ -84,6 +84,14 @@ pub struct Engine {
     /// stop threads for every run of a long-lived engine (the fuzzer, the property tests).
     pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
     catalog: &'static Catalog,
+    /// The rules compiled: at once by [`Engine::new`], on first need by [`Engine::deferred`]
+    /// (a run whose every file comes from the cache needs none of them).
+    programs: std::sync::OnceLock<Result<Programs, String>>,
+    options: Options,
+}
+
+/// The compiled rules and what their verdicts are remembered by.
+pub struct Programs {
     cel: Cel,
     rules: Vec<ObjectRule>,
     rule_set: RuleSet,
@@ -95,7 +103,6 @@ pub struct Engine {
     profiles: Vec<Profile>,
     /// Schema verdicts (clean or not) by the shape of the object (`schema::shape`).
     shapes: VerdictCache<bool>,
-    options: Options,
 }
 
 /// The programs that can run on objects of one resource.
@@ -230,8 +237,35 @@ fn sequence_of_objects(root: &Node) -> Option<usize> {
 const MEMBER_CONDITION: &str = "credentials-member";
 
 impl Engine {
+    /// An engine with its rules compiled.
     pub fn new(options: Options) -> Result<Engine, String> {
-        let catalog = Catalog::get();
+        let engine = Engine::deferred(options);
+        engine.compiled()?;
+        Ok(engine)
+    }
+
+    /// An engine that compiles its rules when a file first needs them, or when
+    /// [`Engine::compiled`] is called (from another thread, say, while the inputs are listed).
+    pub fn deferred(options: Options) -> Engine {
+        Engine {
+            pool: std::sync::OnceLock::new(),
+            catalog: Catalog::get(),
+            programs: std::sync::OnceLock::new(),
+            options,
+        }
+    }
+
+    /// The compiled rules; the first caller compiles them and any other waits for it.
+    pub fn compiled(&self) -> Result<&Programs, String> {
+        self.programs
+            .get_or_init(|| Programs::compile(self.catalog, &self.options))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl Programs {
+    fn compile(catalog: &'static Catalog, options: &Options) -> Result<Programs, String> {
         let cel = Cel::new();
         let mut rule_set = RuleSet::default();
         let mut slots = 0;
@@ -300,9 +334,7 @@ impl Engine {
                 }
             })
             .collect();
-        Ok(Engine {
-            pool: std::sync::OnceLock::new(),
-            catalog,
+        Ok(Programs {
             cel,
             rules,
             rule_set,
@@ -310,7 +342,6 @@ impl Engine {
             verdicts,
             profiles,
             shapes: VerdictCache::default(),
-            options,
         })
     }
 
@@ -341,7 +372,9 @@ impl Engine {
             },
         )
     }
+}
 
+impl Engine {
     pub fn run(&self, inputs: &[InputFile], input_errors: Vec<InputError>) -> Outcome {
         self.run_with(inputs, input_errors, None)
     }
@@ -404,7 +437,7 @@ impl Engine {
                 return Ok(out);
             }
             let read = started.elapsed();
-            let mut out = self.lint_bytes(id, name, &bytes);
+            let mut out = self.lint_bytes(id, name, &bytes)?;
             if let (Some(memo), Some(key)) = (memo, &key) {
                 memo.remember(key, id, &out);
             }
@@ -542,17 +575,25 @@ impl Engine {
     /// Lints one file's bytes. A document that is not UTF-8 is a `yaml-syntax` finding; the
     /// file's other documents are still read. UTF-16 with a byte-order mark is decoded, as
     /// go-yaml decodes it. `name` is the file as shown (some verdicts depend on its ending).
-    pub fn lint_bytes(&self, file: usize, name: &str, bytes: &[u8]) -> FileOut {
+    /// Fails only where the rules do not compile.
+    pub fn lint_bytes(&self, file: usize, name: &str, bytes: &[u8]) -> Result<FileOut, String> {
+        let p = self.compiled()?;
         // Decoding the bytes is the first step of the parse, and is timed with it.
         let started = std::time::Instant::now();
         let decoded = stream::decode(bytes);
         let decoding = started.elapsed();
-        let mut out = self.lint_decoded(file, name, &decoded);
+        let mut out = self.lint_decoded(p, file, name, &decoded);
         out.timings.parse += decoding;
-        out
+        Ok(out)
     }
 
-    fn lint_decoded(&self, file: usize, name: &str, decoded: &stream::Decoded) -> FileOut {
+    fn lint_decoded(
+        &self,
+        p: &Programs,
+        file: usize,
+        name: &str,
+        decoded: &stream::Decoded,
+    ) -> FileOut {
         let started = std::time::Instant::now();
         // Concatenated JSON objects are documents one by one, as kubectl applies them.
         let stream = crate::load::json_stream::objects(&decoded.text);
@@ -561,7 +602,7 @@ impl Engine {
             None => decoded.ranges(),
         };
         let cut = started.elapsed();
-        let mut out = self.lint_ranges(file, name, &decoded.text, &ranges, decoded);
+        let mut out = self.lint_ranges(p, file, name, &decoded.text, &ranges, decoded);
         out.timings.parse += cut;
         if let Some(at) = stream.and_then(|s| s.trailing) {
             let source = Source::new(file, &decoded.text).named(name);
@@ -582,6 +623,7 @@ impl Engine {
 
     fn lint_ranges(
         &self,
+        p: &Programs,
         file: usize,
         name: &str,
         text: &str,
@@ -599,7 +641,7 @@ impl Engine {
             }
         }
         let parts: Vec<(FileOut, Vec<usize>)> = each_segment(&segments, |seg| {
-            self.lint_documents(&source, &ranges[seg.clone()], decoded)
+            self.lint_documents(p, &source, &ranges[seg.clone()], decoded)
         });
         let mut out = FileOut::default();
         let mut header_lines = Vec::new();
@@ -652,6 +694,7 @@ impl Engine {
     /// create.py pragma belongs.
     fn lint_documents(
         &self,
+        p: &Programs,
         source: &Source,
         ranges: &[std::ops::Range<usize>],
         decoded: &stream::Decoded,
@@ -726,6 +769,7 @@ impl Engine {
                                 });
                             }
                             let bundle = self.lint_object(
+                                p,
                                 obj,
                                 source,
                                 &mut emit,
@@ -767,6 +811,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     fn lint_object(
         &self,
+        p: &Programs,
         obj: &Object,
         source: &Source,
         emit: &mut Emit,
@@ -777,20 +822,20 @@ impl Engine {
     ) -> Option<String> {
         writers.extend(crate::model::writers::writer(obj, source));
         let profile = Resource::of(obj.api_version, obj.kind)
-            .and_then(|r| self.profiles.iter().find(|p| p.resource == r));
+            .and_then(|r| p.profiles.iter().find(|profile| profile.resource == r));
         let Some(profile) = profile else {
             self.policies(obj, source, emit, None, true);
             return None;
         };
         let mut bound = None;
-        let mut verdicts = ObjectVerdicts::new(&profile.verdicts, self.verdicts.len(), |key| {
+        let mut verdicts = ObjectVerdicts::new(&profile.verdicts, p.verdicts.len(), |key| {
             reads::key(obj.root, &profile.pattern, key)
         });
         // A member recognised by itself (the policies' match condition, or a ConfigMap holding
         // the program or its plan), or a candidate whose findings wait for its bundle.
         let kind = MemberKind::of(obj.kind);
         let marked = kind.is_some()
-            && (self.holds(MEMBER_CONDITION, obj, &mut bound, &mut verdicts)
+            && (p.holds(MEMBER_CONDITION, obj, &mut bound, &mut verdicts)
                 || (kind == Some(MemberKind::ConfigMap) && members::holds_program(obj.root)));
         let held = !marked && kind.is_some_and(|k| members::candidate(obj, k));
         let member_kind = kind.filter(|_| marked || held);
@@ -804,7 +849,7 @@ impl Engine {
         let bundle = bundle_name.as_deref();
 
         let schema_issues = match member_kind {
-            Some(_) => self.schema_check(obj),
+            Some(_) => p.schema_check(obj),
             None => Vec::new(),
         };
         // The API server refuses an object with a schema error before any policy sees it, so a
@@ -822,13 +867,13 @@ impl Engine {
                 bundle,
             );
         }
-        for rule in profile.rules.iter().filter_map(|&i| self.rules.get(i)) {
+        for rule in profile.rules.iter().filter_map(|&i| p.rules.get(i)) {
             // Every condition of rules/_match.yaml marks bundle members: the linter knows more
             // members than one object shows (candidates), so membership decides here.
             if rule.condition.is_some() && member_kind.is_none() {
                 continue;
             }
-            self.object_rule(
+            p.object_rule(
                 rule,
                 obj,
                 &mut bound,
@@ -899,6 +944,26 @@ impl Engine {
         bundle_name
     }
 
+    /// The findings of the `--policy` policies on an object.
+    fn policies(
+        &self,
+        obj: &Object,
+        source: &Source,
+        emit: &mut Emit,
+        bundle: Option<&str>,
+        admitted: bool,
+    ) {
+        if let Some(set) = &self.options.policies {
+            let reference = obj.reference();
+            emit.findings
+                .extend(crate::lint::kyverno::report::object_findings(
+                    set, obj, source, &reference, bundle, admitted,
+                ));
+        }
+    }
+}
+
+impl Programs {
     /// The schema check, done once per shape of object: the members of a clean render differ in
     /// names, which the check does not read.
     fn schema_check(&self, obj: &Object) -> Vec<crate::lint::schema::SchemaIssue> {
@@ -935,24 +1000,6 @@ impl Engine {
         self.conditions.get(name).is_some_and(|(compiled, slot)| {
             verdicts.get(*slot, || self.decide(compiled, *slot, obj.root, bound)) == Verdict::Pass
         })
-    }
-
-    /// The findings of the `--policy` policies on an object.
-    fn policies(
-        &self,
-        obj: &Object,
-        source: &Source,
-        emit: &mut Emit,
-        bundle: Option<&str>,
-        admitted: bool,
-    ) {
-        if let Some(set) = &self.options.policies {
-            let reference = obj.reference();
-            emit.findings
-                .extend(crate::lint::kyverno::report::object_findings(
-                    set, obj, source, &reference, bundle, admitted,
-                ));
-        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1128,7 +1175,7 @@ fn fix_bundle_ids(findings: &mut [Finding], bundles: &[Bundle]) {
 pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, String> {
     let engine = Engine::new(options)?;
     let decoded = stream::decode(text.as_bytes());
-    let mut out = engine.lint_decoded(0, name, &decoded);
+    let mut out = engine.lint_decoded(engine.compiled()?, 0, name, &decoded);
     let mut bundles = bundle::assemble(std::mem::take(&mut out.members));
     let mut emit = Emit::new(engine.catalog);
     let mut render = Render {

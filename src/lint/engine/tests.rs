@@ -113,7 +113,12 @@ fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
         let members = texts
             .iter()
             .enumerate()
-            .flat_map(|(i, text)| engine.lint_bytes(i, "a.yaml", text.as_bytes()).members)
+            .flat_map(|(i, text)| {
+                engine
+                    .lint_bytes(i, "a.yaml", text.as_bytes())
+                    .unwrap()
+                    .members
+            })
             .collect();
         bundle::assemble(members)
     };
@@ -143,4 +148,72 @@ fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
     );
     assert!(alone.0.len() > 2, "no findings to compare");
     assert_eq!(settled(Some(&pool)), alone);
+}
+
+/// A memo that holds every file linted so far, in memory.
+#[derive(Default)]
+struct Remembered(std::sync::Mutex<HashMap<[u8; 32], FileOut>>);
+
+impl Memo for Remembered {
+    fn key(&self, _: bool, bytes: &[u8]) -> MemoKey {
+        let mut state = crate::common::sha256::Sha256State::default();
+        state.update(bytes);
+        MemoKey(state.finalize())
+    }
+    fn recall(&self, key: &MemoKey, _: usize) -> Option<FileOut> {
+        let held = self.0.lock().unwrap();
+        let out = held.get(&key.0)?;
+        Some(FileOut {
+            findings: out.findings.clone(),
+            documents: out.documents,
+            objects: out.objects,
+            ..FileOut::default()
+        })
+    }
+    fn remember(&self, key: &MemoKey, _: usize, out: &FileOut) {
+        let kept = FileOut {
+            findings: out.findings.clone(),
+            documents: out.documents,
+            objects: out.objects,
+            ..FileOut::default()
+        };
+        self.0.lock().unwrap().insert(key.0, kept);
+    }
+}
+
+/// A deferred engine compiles its rules for the first file the memo does not hold, and not at
+/// all for a run whose every file the memo holds; the findings are the same either way.
+#[test]
+fn a_deferred_engine_compiles_only_when_a_file_needs_it() {
+    let dir = std::env::temp_dir().join(format!("credlint-deferred-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("a.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {a: b}\n---\nkind: [\n",
+    )
+    .unwrap();
+    let inputs = [InputFile {
+        display: "a.yaml".into(),
+        origin: input::Origin::File(path.clone()),
+    }];
+    let memo = Remembered::default();
+    let first = Engine::deferred(Options::default());
+    assert!(first.programs.get().is_none());
+    let linted = first.run_with(&inputs, Vec::new(), Some(&memo));
+    assert!(first.programs.get().is_some_and(Result::is_ok));
+    let second = Engine::deferred(Options::default());
+    let recalled = second.run_with(&inputs, Vec::new(), Some(&memo));
+    assert!(
+        second.programs.get().is_none(),
+        "every file came from the memo"
+    );
+    assert_eq!(recalled.timings.cached, 1);
+    assert_eq!(located(&recalled), located(&linted));
+    assert!(
+        located(&linted)
+            .iter()
+            .any(|(rule, line, _)| rule == "yaml-syntax" && *line == 6)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
