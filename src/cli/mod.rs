@@ -459,6 +459,11 @@ fn check(args: CheckArgs) -> ExitCode {
             outcome.summary.files
         );
     }
+    // `check` runs only as the process's command, and the process ends here: what the run
+    // built (every bundle of a --pre-commit run, the texts) is left to the end of the process
+    // rather than freed piece by piece, 60 ms on one thread for a 4,000-bundle tree.
+    std::mem::forget(outcome);
+    std::mem::forget(texts);
     code
 }
 

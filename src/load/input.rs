@@ -418,24 +418,34 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     if !meta.is_file() {
         return Err(not_regular(&meta.file_type()));
     }
-    // The size fstat gives, in one read: `read_to_end` would read in growing chunks from 8 KiB
-    // and then once more to see the end (three reads for a 21 KB manifest). A file that grows
-    // meanwhile is read to its end, within the limit, as before.
+    // The size fstat gives, in one read that asks for a byte more: a short read there is the
+    // end (`read_to_end` would read in growing chunks from 8 KiB and then once more to see the
+    // end, three reads for a 21 KB manifest). A file that grows meanwhile fills the extra byte
+    // and is read on to its end, within the limit; a file system that answers in pieces is
+    // asked again until the size is reached.
     let expected = usize::try_from(meta.len()).unwrap_or(0);
-    let mut bytes = vec![0; expected];
+    let mut bytes = vec![0; expected + 1];
     let mut filled = 0;
     let mut file = file;
-    while filled < expected {
+    let ended = loop {
         match file.read(&mut bytes[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
+            Ok(0) => break true,
+            Ok(n) => {
+                filled += n;
+                if filled > expected {
+                    break false;
+                }
+                if filled == expected {
+                    break true;
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(describe_io(&e)),
         }
-    }
+    };
     bytes.truncate(filled);
-    if filled == expected {
-        file.take(limit + 1 - expected as u64)
+    if !ended {
+        file.take(limit + 1 - filled as u64)
             .read_to_end(&mut bytes)
             .map_err(|e| describe_io(&e))?;
     }
@@ -559,6 +569,25 @@ mod tests {
         assert!(err.contains("character device"), "{err}");
         let err = read_bounded(&dir, 100).unwrap_err();
         assert!(err.contains("folder"), "{err}");
+    }
+
+    /// The read stops at the size fstat gives only where the file ends there: an empty file is
+    /// empty, and a file longer than its stated size (procfs states 0) is read to its end.
+    #[test]
+    fn reads_end_where_the_file_ends_not_where_its_size_says() {
+        let dir = temp("sizes");
+        for len in [0, 1, 4095, 4096, 70_000] {
+            let path = dir.join(format!("f{len}.yaml"));
+            let text: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            std::fs::write(&path, &text).unwrap();
+            assert_eq!(read_bounded(&path, 1 << 20).unwrap(), text, "{len} bytes");
+        }
+        let status = Path::new("/proc/self/status");
+        if std::fs::metadata(status).is_ok_and(|m| m.len() == 0) {
+            let read = read_bounded(status, 1 << 20).unwrap();
+            assert!(read.len() > 100, "{} bytes", read.len());
+            assert!(read.ends_with(b"\n"));
+        }
     }
 
     #[test]

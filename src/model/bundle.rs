@@ -4,6 +4,7 @@
 //! bundle rules need, with their locations already computed. Files' texts and trees are dropped
 //! as soon as they are read, so a 4,000-bundle tree is held as facts, not as documents.
 
+use crate::common::wordhash::WordState;
 use crate::load::source::At;
 use crate::model::{Finding, ObjectRef, bundle_id};
 use std::collections::{BTreeMap, HashMap};
@@ -379,7 +380,7 @@ pub struct Assembler {
     /// Which bundle a name refers to: a ConfigMap, the ServiceAccount a Job runs as (or a
     /// ServiceAccount member), the Role a binding names. Kept after a bundle is handed over,
     /// so a member linked to it later still finds it.
-    links: HashMap<(Option<String>, Link, String), Key>,
+    links: HashMap<(Option<String>, Link, String), Key, WordState>,
     compact: bool,
 }
 
@@ -445,7 +446,7 @@ impl Assembler {
             bundles: BTreeMap::new(),
             pending: Vec::new(),
             linked: Vec::new(),
-            links: HashMap::new(),
+            links: HashMap::default(),
             compact,
         }
     }
@@ -482,7 +483,21 @@ impl Assembler {
                 .entry((member.namespace.clone(), link, name.to_string()))
                 .or_insert_with(|| key.clone());
         }
-        let slot = self.bundles.entry(key.clone()).or_insert_with(|| {
+        // The key is moved in, not copied: most members find their bundle there already.
+        let entry = self.bundles.entry(key);
+        if let std::collections::btree_map::Entry::Occupied(found) = &entry
+            && let Slot::Done(firsts) = found.get()
+        {
+            return match firsts[kind_index(member.kind)] {
+                Some(first) => Added::Duplicate(LateDuplicate {
+                    member,
+                    first,
+                    bundle: bundle_id(found.key().0.as_deref(), &found.key().1),
+                }),
+                None => Added::Open,
+            };
+        }
+        let slot = entry.or_insert_with_key(|key| {
             Slot::Open(Bundle {
                 namespace: key.0.clone(),
                 owner: key.1.clone(),
@@ -490,14 +505,8 @@ impl Assembler {
             })
         });
         match slot {
-            Slot::Done(firsts) => match firsts[kind_index(member.kind)] {
-                Some(first) => Added::Duplicate(LateDuplicate {
-                    member,
-                    first,
-                    bundle: bundle_id(key.0.as_deref(), &key.1),
-                }),
-                None => Added::Open,
-            },
+            // Taken above.
+            Slot::Done(_) => Added::Open,
             Slot::Open(bundle) => {
                 insert(bundle, member);
                 let complete = MEMBER_KINDS.iter().all(|k| bundle.members.contains_key(k));
