@@ -120,24 +120,16 @@ pub fn lint(
         ));
     }
     Ok((
-        engine.run_with(&inputs.files, inputs.errors, memo),
+        engine.run_marking(&inputs.files, inputs.errors, memo, &inputs.changed),
         inputs.changed,
     ))
 }
 
 /// Keeps the findings the changed files touch (see the module comment).
+/// The bundles with a member in a changed file are those the run marked
+/// ([`crate::lint::engine::Engine::run_marking`]), so no bundle is kept to the end for this.
 pub fn narrow(outcome: &mut Outcome, changed: &HashSet<usize>) {
-    let bundles: HashSet<String> = outcome
-        .bundles
-        .iter()
-        .filter(|b| {
-            b.members
-                .values()
-                .flatten()
-                .any(|m| changed.contains(&crate::load::source::Loc::from(&m.loc).file))
-        })
-        .map(|b| b.id())
-        .collect();
+    let bundles = &outcome.touched;
     outcome.findings.retain(|f| {
         changed.contains(&f.loc.file) || f.bundle.as_ref().is_some_and(|b| bundles.contains(b))
     });

@@ -64,6 +64,9 @@ pub struct Outcome {
     pub findings: Vec<Finding>,
     pub summary: Summary,
     pub bundles: Vec<Bundle>,
+    /// The ids of the bundles with a member in one of the files [`Engine::run_marking`] was
+    /// given (empty for other runs).
+    pub touched: std::collections::HashSet<String>,
     /// Paths that could not be read: the run exits 2.
     pub input_errors: Vec<InputError>,
     /// Every `credlint.io/ignore` annotation met, in file order.
@@ -384,10 +387,39 @@ impl Engine {
     pub fn run_with(
         &self,
         inputs: &[InputFile],
-        mut input_errors: Vec<InputError>,
+        input_errors: Vec<InputError>,
         memo: Option<&dyn Memo>,
     ) -> Outcome {
+        self.run_marking(
+            inputs,
+            input_errors,
+            memo,
+            &std::collections::HashSet::new(),
+        )
+    }
+
+    /// [`run_with`](Self::run_with), also naming in [`Outcome::touched`] every bundle with a
+    /// member in one of the `marked` inputs (by index): what `--pre-commit` narrows its report
+    /// to, without keeping every bundle to the end of the run.
+    pub fn run_marking(
+        &self,
+        inputs: &[InputFile],
+        mut input_errors: Vec<InputError>,
+        memo: Option<&dyn Memo>,
+        marked: &std::collections::HashSet<usize>,
+    ) -> Outcome {
         let started = std::time::Instant::now();
+        let mut touched = std::collections::HashSet::new();
+        let touch = |b: &Bundle, touched: &mut std::collections::HashSet<String>| {
+            if !marked.is_empty()
+                && b.members
+                    .values()
+                    .flatten()
+                    .any(|m| marked.contains(&crate::load::source::Loc::from(&m.loc).file))
+            {
+                touched.insert(b.id());
+            }
+        };
         let mut timings = Timings::default();
         let mut bundling = std::time::Duration::ZERO;
         let mut files = Vec::new();
@@ -466,9 +498,15 @@ impl Engine {
                             match assembler.add(m) {
                                 bundle::Added::Open => {}
                                 bundle::Added::Complete(mut b) => {
+                                    touch(&b, &mut touched);
                                     settle(&mut b, &mut bundle_emit, &mut render)
                                 }
                                 bundle::Added::Duplicate(d) => {
+                                    if marked.contains(
+                                        &crate::load::source::Loc::from(&d.member.loc).file,
+                                    ) {
+                                        touched.insert(d.bundle.clone());
+                                    }
                                     late_duplicate(d, &mut bundle_emit, &mut render)
                                 }
                             }
@@ -530,7 +568,13 @@ impl Engine {
         let mut bundles = finished.bundles;
         let mut emit = bundle_emit;
         for d in finished.duplicates {
+            if marked.contains(&crate::load::source::Loc::from(&d.member.loc).file) {
+                touched.insert(d.bundle.clone());
+            }
             late_duplicate(d, &mut emit, &mut render);
+        }
+        for b in &bundles {
+            touch(b, &mut touched);
         }
         settle_all(
             &mut bundles,
@@ -565,6 +609,7 @@ impl Engine {
             },
             input_errors,
             ignores,
+            touched,
             timings: Timings {
                 wall: started.elapsed(),
                 ..timings
@@ -1212,6 +1257,7 @@ pub fn check_text(name: &str, text: &str, options: Options) -> Result<Outcome, S
         bundles,
         input_errors: Vec::new(),
         ignores: out.ignores,
+        touched: Default::default(),
         timings: out.timings,
     })
 }

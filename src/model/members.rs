@@ -13,7 +13,7 @@ use crate::model::object::Object;
 /// What to keep beyond the facts.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Keep {
-    /// Keep the assembled bundles in the outcome (pre-commit scope, JUnit suites).
+    /// Keep the assembled bundles in the outcome (JUnit suites).
     pub bundles: bool,
     /// Keep plan.json and create.py texts too (for `simulate`).
     pub programs: bool,

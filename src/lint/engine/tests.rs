@@ -217,3 +217,58 @@ fn a_deferred_engine_compiles_only_when_a_file_needs_it() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The bundles a marked run names as touched are those with a member in a marked file, as the
+/// bundles kept to the end of a run show them: for every fixture file marked in turn.
+#[test]
+fn a_marked_run_names_the_bundles_its_marked_files_touch() {
+    let mut inputs: Vec<InputFile> = Vec::new();
+    for dir in [
+        "fixtures/bundle-duplicate",
+        "fixtures/bundle-naming",
+        "fixtures/clean",
+    ] {
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect();
+        paths.sort();
+        inputs.extend(paths.into_iter().map(|p| InputFile {
+            display: p.display().to_string(),
+            origin: input::Origin::File(p),
+        }));
+    }
+    assert!(inputs.len() > 5);
+    let kept = Engine::new(Options {
+        keep: Keep {
+            bundles: true,
+            programs: false,
+        },
+        ..Options::default()
+    })
+    .unwrap()
+    .run_with(&inputs, Vec::new(), None);
+    let compact = Engine::new(Options::default()).unwrap();
+    let mut some = 0;
+    for i in 0..inputs.len() {
+        let marked = std::collections::HashSet::from([i]);
+        let expected: std::collections::HashSet<String> = kept
+            .bundles
+            .iter()
+            .filter(|b| {
+                b.members
+                    .values()
+                    .flatten()
+                    .any(|m| crate::load::source::Loc::from(&m.loc).file == i)
+            })
+            .map(|b| b.id())
+            .collect();
+        let run = compact.run_marking(&inputs, Vec::new(), None, &marked);
+        assert!(run.bundles.is_empty());
+        assert_eq!(run.touched, expected, "{}", inputs[i].display);
+        assert_eq!(located(&run), located(&kept), "{}", inputs[i].display);
+        some += usize::from(!expected.is_empty());
+    }
+    assert!(some > 3, "{some} files touch a bundle");
+}
