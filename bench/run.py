@@ -272,6 +272,9 @@ def main():
 
     largest = os.path.join(base, f"c{sizes[-1]}", "all.yaml")
     out = subprocess.run([os.path.join(EXAMPLES, "diagnostic-bench"), largest], capture_output=True, text=True)
+    if out.returncode != 0:
+        # A benchmark that cannot measure says so rather than printing an empty row.
+        sys.exit(f"diagnostic-bench failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
     print("Diagnostic near the end of the largest file: " + out.stdout.strip())
 
     big = results.get((sizes[-1], "all.yaml", 1)), results.get((sizes[-1], "all.yaml", 2))

@@ -11,7 +11,8 @@ use credlint::load::input;
 use credlint::report::{Texts, text};
 use std::time::Instant;
 
-const FAULT: &str = "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: late-credentials\n  namespace: late\nrules:\n  - apiGroups: [\"\"]\n    resources: [secrets]\n    verbs: [list]\n";
+// A hook, so that the Role is a bundle member (a lone Role without one is no candidate).
+const FAULT: &str = "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: late-credentials\n  namespace: late\n  annotations:\n    argocd.argoproj.io/hook: PreSync\nrules:\n  - apiGroups: [\"\"]\n    resources: [secrets]\n    verbs: [list]\n";
 
 fn main() {
     let Some(path) = std::env::args().nth(1) else {
