@@ -12,8 +12,10 @@
 //! Entries are files named by their key, written to a temporary name and renamed into place,
 //! so concurrent runs see a whole entry or none. Each entry starts with a magic line, its full
 //! key and a checksum of its body: a damaged, truncated or foreign entry is a miss (and is
-//! rewritten), never trusted. When a run wrote entries and the folder holds more than
-//! [`MAX_BYTES`], the least recently used entries are removed.
+//! rewritten), never trusted. When the folder holds more than [`MAX_BYTES`], the least recently
+//! used entries are removed; the folder is listed for that only once runs have written a
+//! quarter of the limit since it last was, or a day has passed (a ledger file keeps the
+//! count), so a run that writes one entry does not stat thousands.
 
 mod codec;
 
@@ -21,7 +23,7 @@ use crate::lint::engine::{FileOut, Memo, MemoKey, Options};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// The folder used when none is named: in the folder credlint runs in, as ruff's is.
@@ -43,6 +45,14 @@ const REFRESH_AFTER: Duration = Duration::from_secs(3600);
 const TEMP_PREFIX: &str = ".credlint-tmp-";
 /// Temporary files older than this were left by a run that died: pruned.
 const STALE_TEMP: Duration = Duration::from_secs(3600);
+/// The ledger: when the folder was last pruned and how many bytes of entries runs have written
+/// since (`SECONDS BYTES`). Runs racing on it can lose a count; the folder then stays over the
+/// limit a little longer, never without bound (each run adds what it wrote).
+const LEDGER: &str = ".credlint-written";
+/// The folder is pruned once runs have written this much since it last was...
+const PRUNE_AFTER_BYTES: u64 = MAX_BYTES / 4;
+/// ...or this long after.
+const PRUNE_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// Identifies the format and what wrote it; an entry that does not start with it is foreign.
 const MAGIC: &[u8; 16] = b"credlint-cache2\n";
@@ -53,7 +63,8 @@ pub struct Cache {
     dir: PathBuf,
     fingerprint: [u8; 32],
     temp_counter: AtomicUsize,
-    wrote: AtomicBool,
+    /// Bytes of entries this run wrote.
+    written: AtomicU64,
 }
 
 impl Cache {
@@ -84,7 +95,7 @@ impl Cache {
             dir: dir.to_path_buf(),
             fingerprint: fingerprint(options),
             temp_counter: AtomicUsize::new(0),
-            wrote: AtomicBool::new(false),
+            written: AtomicU64::new(0),
         })
     }
 
@@ -105,11 +116,37 @@ impl Cache {
     }
 
     /// Removes the least recently used entries when the folder holds more than `MAX_BYTES`, and
-    /// temporary files a dead run left. Only after a run that wrote: a warm run lists nothing.
+    /// temporary files a dead run left. Only after a run that wrote, and only when the ledger
+    /// says enough was written since the folder was last listed (or it is old, or missing):
+    /// otherwise this run's bytes are added to it.
     pub fn prune(&self) {
-        if self.wrote.load(Ordering::Relaxed) {
-            prune(&self.dir, MAX_BYTES);
+        let written = self.written.load(Ordering::Relaxed);
+        if written == 0 {
+            return;
         }
+        let ledger = self.dir.join(LEDGER);
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        // A ledger of ours is a few bytes; anything else is as good as none.
+        let read = read_regular(&ledger, 1..=64).and_then(|(b, _)| parse_ledger(&b));
+        let (pruned_at, since) = match read {
+            Some((at, bytes)) if !prune_due(at, bytes.saturating_add(written), now) => {
+                (at, bytes.saturating_add(written))
+            }
+            _ => {
+                prune(&self.dir, MAX_BYTES);
+                (now, 0)
+            }
+        };
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        // A ledger that cannot be written only means the next writing run lists the folder.
+        let _ = write_atomically(
+            &self.dir,
+            &ledger,
+            format!("{pruned_at} {since}\n").as_bytes(),
+            n,
+        );
     }
 }
 
@@ -149,7 +186,8 @@ impl Memo for Cache {
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         // A cache that cannot be written only makes the next run slower.
         if write_atomically(&self.dir, &self.path(&key.0), &entry, n).is_ok() {
-            self.wrote.store(true, Ordering::Relaxed);
+            self.written
+                .fetch_add(entry.len() as u64, Ordering::Relaxed);
         }
     }
 }
@@ -167,6 +205,14 @@ fn key_of(fingerprint: &[u8; 32], yaml_name: bool, bytes: &[u8]) -> [u8; 32] {
 /// followed and anything but a regular file is not read (a FIFO would make the open wait, a
 /// device is not ours): a miss, and the fresh result is renamed over it.
 fn read_entry(path: &Path) -> Option<(Vec<u8>, SystemTime)> {
+    read_regular(path, HEADER as u64..=MAX_ENTRY_BYTES)
+}
+
+/// [`read_entry`] for any file of the folder whose size is in `sizes`.
+fn read_regular(
+    path: &Path,
+    sizes: std::ops::RangeInclusive<u64>,
+) -> Option<(Vec<u8>, SystemTime)> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
@@ -175,7 +221,7 @@ fn read_entry(path: &Path) -> Option<(Vec<u8>, SystemTime)> {
         .open(path)
         .ok()?;
     let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > MAX_ENTRY_BYTES || meta.len() < HEADER as u64 {
+    if !meta.is_file() || !sizes.contains(&meta.len()) {
         return None;
     }
     // Entries are renamed into place whole and never written again, so the size fstat gives
@@ -300,6 +346,23 @@ fn write_atomically(dir: &Path, path: &Path, bytes: &[u8], n: usize) -> std::io:
         let _ = std::fs::remove_file(&temp);
     }
     renamed
+}
+
+/// The ledger's `SECONDS BYTES`.
+fn parse_ledger(bytes: &[u8]) -> Option<(u64, u64)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut words = text.split_ascii_whitespace();
+    let at = words.next()?.parse().ok()?;
+    let since = words.next()?.parse().ok()?;
+    words.next().is_none().then_some((at, since))
+}
+
+/// Whether the folder is to be listed: enough written since it last was, or long ago (a time
+/// ahead of `now` is a clock that moved back: listed too).
+fn prune_due(pruned_at: u64, written_since: u64, now: u64) -> bool {
+    written_since >= PRUNE_AFTER_BYTES
+        || now.saturating_sub(pruned_at) >= PRUNE_AFTER.as_secs()
+        || pruned_at > now
 }
 
 /// Keeps the entries of `dir` under `limit` bytes (down to 3/4 of it once over, so that pruning

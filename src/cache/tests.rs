@@ -329,3 +329,63 @@ fn the_checksum_sees_every_byte_and_the_length() {
         assert!(sums.insert(checksum(&vec![0; len])), "{len} zero bytes");
     }
 }
+
+/// A run that wrote lists the folder (and prunes it) only when the ledger is missing, says a
+/// quarter of the limit was written since the last listing, or is a day old; otherwise it adds
+/// its bytes to the ledger. A stale temporary file shows whether the folder was listed.
+#[test]
+fn the_folder_is_listed_only_when_the_ledger_says_it_is_due() {
+    let (_base, dir) = temp("ledger");
+    let engine = Engine::new(Options::default()).unwrap();
+    let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
+    let out = engine.lint_bytes(0, "a.yaml", &text).unwrap();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let stale = dir.join(".credlint-tmp-9-9");
+    // One run that writes `bytes` of input (a new entry each time), after `ledger` was left.
+    let run = |ledger: Option<String>, bytes: &[u8]| -> (bool, String) {
+        let cache = Cache::open(&dir, &Options::default()).unwrap();
+        let f = std::fs::File::create(&stale).unwrap();
+        f.set_modified(SystemTime::now() - 2 * STALE_TEMP).unwrap();
+        match ledger {
+            Some(text) => std::fs::write(dir.join(LEDGER), text).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(dir.join(LEDGER));
+            }
+        }
+        cache.remember(&cache.key(true, bytes), 0, &out);
+        cache.prune();
+        let listed = !stale.exists();
+        (listed, std::fs::read_to_string(dir.join(LEDGER)).unwrap())
+    };
+    let (listed, ledger) = run(None, b"a");
+    assert!(listed, "no ledger yet");
+    let (at, since) = parse_ledger(ledger.as_bytes()).unwrap();
+    assert!(at >= now && since == 0, "{ledger}");
+    let (listed, ledger) = run(Some(format!("{now} 100\n")), b"b");
+    assert!(!listed, "a few bytes written since");
+    let (at, since) = parse_ledger(ledger.as_bytes()).unwrap();
+    assert_eq!(at, now);
+    assert!(since > 100, "{ledger}");
+    let near = PRUNE_AFTER_BYTES - 10;
+    assert!(
+        run(Some(format!("{now} {near}\n")), b"c").0,
+        "a quarter written"
+    );
+    let old = now - PRUNE_AFTER.as_secs();
+    assert!(run(Some(format!("{old} 0\n")), b"d").0, "a day old");
+    assert!(run(Some("not a ledger".into()), b"e").0, "unreadable");
+    // A run that wrote nothing touches neither the folder nor the ledger.
+    let cache = Cache::open(&dir, &Options::default()).unwrap();
+    let f = std::fs::File::create(&stale).unwrap();
+    f.set_modified(SystemTime::now() - 2 * STALE_TEMP).unwrap();
+    std::fs::write(dir.join(LEDGER), format!("{now} 5\n")).unwrap();
+    cache.prune();
+    assert!(stale.exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join(LEDGER)).unwrap(),
+        format!("{now} 5\n")
+    );
+}
