@@ -410,16 +410,21 @@ impl Engine {
     ) -> Outcome {
         let started = std::time::Instant::now();
         let mut touched = std::collections::HashSet::new();
+        let in_marked = |at: &crate::load::source::At| {
+            !marked.is_empty() && marked.contains(&crate::load::source::Loc::from(at).file)
+        };
         let touch = |b: &Bundle, touched: &mut std::collections::HashSet<String>| {
-            if !marked.is_empty()
-                && b.members
-                    .values()
-                    .flatten()
-                    .any(|m| marked.contains(&crate::load::source::Loc::from(&m.loc).file))
-            {
+            if b.members.values().flatten().any(|m| in_marked(&m.loc)) {
                 touched.insert(b.id());
             }
         };
+        // A member that arrives after its bundle was checked touches it too.
+        let touch_late =
+            |d: &bundle::LateDuplicate, touched: &mut std::collections::HashSet<String>| {
+                if in_marked(&d.member.loc) {
+                    touched.insert(d.bundle.clone());
+                }
+            };
         let mut timings = Timings::default();
         let mut bundling = std::time::Duration::ZERO;
         let mut files = Vec::new();
@@ -502,11 +507,7 @@ impl Engine {
                                     settle(&mut b, &mut bundle_emit, &mut render)
                                 }
                                 bundle::Added::Duplicate(d) => {
-                                    if marked.contains(
-                                        &crate::load::source::Loc::from(&d.member.loc).file,
-                                    ) {
-                                        touched.insert(d.bundle.clone());
-                                    }
+                                    touch_late(&d, &mut touched);
                                     late_duplicate(d, &mut bundle_emit, &mut render)
                                 }
                             }
@@ -568,9 +569,7 @@ impl Engine {
         let mut bundles = finished.bundles;
         let mut emit = bundle_emit;
         for d in finished.duplicates {
-            if marked.contains(&crate::load::source::Loc::from(&d.member.loc).file) {
-                touched.insert(d.bundle.clone());
-            }
+            touch_late(&d, &mut touched);
             late_duplicate(d, &mut emit, &mut render);
         }
         for b in &bundles {
