@@ -11,15 +11,6 @@
 use granit_parser::{Event, Placement, ScalarStyle, StructureStyle};
 use std::borrow::Cow;
 
-/// One event with its byte range in the chunk and the parser's indentation hint.
-#[derive(Debug, PartialEq)]
-pub(super) struct Spanned<'a> {
-    pub event: Event<'a>,
-    pub start: usize,
-    pub end: usize,
-    pub indent: Option<usize>,
-}
-
 /// Deeper nesting goes to granit-parser, which applies the loader's limit.
 const MAX_DEPTH: usize = 64;
 /// granit-parser (as go-yaml) refuses longer simple keys; those go to it.
@@ -28,28 +19,6 @@ const MAX_KEY: usize = 1024;
 /// Where the reader's events go, one at a time; `false` stops the reader, which then gives up.
 pub(super) trait Sink<'a> {
     fn event(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) -> bool;
-}
-
-/// The tests compare lists of events.
-impl<'a> Sink<'a> for Vec<Spanned<'a>> {
-    fn event(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) -> bool {
-        self.push(Spanned {
-            event,
-            start,
-            end,
-            indent,
-        });
-        true
-    }
-}
-
-/// The events of `chunk` (one document), from its document start to its document end, or
-/// `None` where the chunk is not of the subset this reader knows.
-#[cfg(test)]
-pub(super) fn read(chunk: &str) -> Option<Vec<Spanned<'_>>> {
-    let mut events = Vec::new();
-    read_into(chunk, &mut events)?;
-    Some(events)
 }
 
 /// Hands the events of `chunk` to `sink` as they are read; `None` where the chunk is not of

@@ -1,8 +1,38 @@
 //! The fast reader against granit-parser, event for event and document for document: on every
 //! YAML file of the repository, on edge cases, and on random block documents.
 
-use super::{Spanned, read};
+use super::{Sink, read_into};
 use granit_parser::{Event, Options, Parser};
+
+/// One event with its byte range in the chunk and the parser's indentation hint.
+#[derive(Debug, PartialEq)]
+struct Spanned<'a> {
+    event: Event<'a>,
+    start: usize,
+    end: usize,
+    indent: Option<usize>,
+}
+
+/// The tests compare lists of events.
+impl<'a> Sink<'a> for Vec<Spanned<'a>> {
+    fn event(&mut self, event: Event<'a>, start: usize, end: usize, indent: Option<usize>) -> bool {
+        self.push(Spanned {
+            event,
+            start,
+            end,
+            indent,
+        });
+        true
+    }
+}
+
+/// The events of `chunk` (one document), from its document start to its document end, or
+/// `None` where the chunk is not of the subset the reader knows.
+fn read(chunk: &str) -> Option<Vec<Spanned<'_>>> {
+    let mut events = Vec::new();
+    read_into(chunk, &mut events)?;
+    Some(events)
+}
 
 /// granit-parser's events for `chunk`, read with the loader's options; an error ends them.
 fn granit(chunk: &str) -> Result<Vec<Spanned<'_>>, String> {
