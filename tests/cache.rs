@@ -34,6 +34,31 @@ fn entries(cache: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// What `--timings` says the cache served: files from it, files in all, and files it knew
+/// unchanged without reading them.
+fn counts(out: &Output) -> (usize, usize, usize) {
+    let text = stderr(out);
+    let tail = text.split("; ").last().unwrap_or_default().to_string();
+    let words: Vec<&str> = tail.split_whitespace().collect();
+    let number = |w: &str| w.parse::<usize>().unwrap();
+    match words[..] {
+        [
+            hits,
+            "of",
+            total,
+            "files",
+            "from",
+            "the",
+            "cache,",
+            unread,
+            "of",
+            "them",
+            "unread",
+        ] => (number(hits), number(total), number(unread)),
+        _ => panic!("no cache counts in {text}"),
+    }
+}
+
 /// Every format, and `--pre-commit` on `changed`, gives the same bytes and exit code with the
 /// cache (cold and then warm) as without it.
 fn same_with_and_without(
@@ -83,23 +108,11 @@ fn every_fixture_reads_the_same_from_the_cache() {
     let n = entries(&cache).len();
     // The warm run was served by the cache: every file, and none on a run without it.
     let warm = run(&dir, Some(&cache), &["check", "fixtures", "--timings"]);
-    let files = |out: &std::process::Output| {
-        let text = stderr(out);
-        let tail = text.split("; ").last().unwrap_or_default().to_string();
-        let words: Vec<&str> = tail.split_whitespace().collect();
-        match words[..] {
-            [hits, "of", total, "files", "from", "the", "cache"] => (
-                hits.parse::<usize>().unwrap(),
-                total.parse::<usize>().unwrap(),
-            ),
-            _ => panic!("no cache count in {text}"),
-        }
-    };
-    let (hits, total) = files(&warm);
+    let (hits, total, _) = counts(&warm);
     assert!(total > 100, "{total} files");
     assert_eq!(hits, total);
     let cold = run(&dir, None, &["check", "fixtures", "--timings"]);
-    assert_eq!(files(&cold), (0, total));
+    assert_eq!(counts(&cold), (0, total, 0));
     assert!(n > 100, "one entry per fixture file: {n}");
     assert_eq!(
         std::fs::read_to_string(cache.join(".gitignore"))
@@ -175,6 +188,69 @@ fn a_generated_tree_reads_the_same_through_edits() {
             &[first, rel[1].as_str()],
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file that has not changed for a while is known from its metadata on the next run and not
+/// read; every edit is still seen, including one that keeps the size and puts the modification
+/// time back (`touch -r`), and output stays the same as without the cache.
+#[test]
+fn settled_files_are_not_read_again_and_every_edit_is_still_seen() {
+    let dir = temp_dir("cache-unread");
+    let tree = dir.join("tree");
+    generated(&tree, 5, 12);
+    let cache = dir.join("cache");
+    let all = files(&tree);
+    let args = ["check", "tree", "--format", "json", "--timings"];
+    // Files changed within the last seconds are read on every run (a later write could share
+    // their clock tick); these are not yet settled.
+    let first = run(&dir, Some(&cache), &args);
+    assert_eq!(counts(&first).2, 0);
+    std::thread::sleep(std::time::Duration::from_millis(3200));
+    let learning = run(&dir, Some(&cache), &args);
+    let (hits, total, unread) = counts(&learning);
+    assert_eq!((hits, unread), (total, 0), "read, and found in the cache");
+    assert!(cache.join(".credlint-files").is_file());
+    let warm = run(&dir, Some(&cache), &args);
+    assert_eq!(counts(&warm), (total, total, total), "none read");
+    assert_eq!(warm.stdout, run(&dir, None, &args).stdout);
+    // Same size, other bytes, modification time put back: a change all the same.
+    let target = all
+        .iter()
+        .find(|p| std::fs::read_to_string(p).unwrap().contains("PreSync"))
+        .expect("a file with a hook");
+    let before = std::fs::metadata(target).unwrap();
+    let text = std::fs::read_to_string(target).unwrap();
+    // No longer a PreSync hook: the bundle loses a member.
+    let edited = text.replacen("PreSync", "PreSynk", 1);
+    assert_eq!(edited.len(), text.len());
+    assert_ne!(edited, text);
+    std::fs::write(target, &edited).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(target)
+        .unwrap()
+        .set_modified(before.modified().unwrap())
+        .unwrap();
+    assert_eq!(std::fs::metadata(target).unwrap().len(), before.len());
+    let after_edit = run(&dir, Some(&cache), &args);
+    let (hits, _, unread) = counts(&after_edit);
+    assert_eq!(unread, total - 1, "the edited file is read");
+    assert_eq!(hits, total - 1, "and linted afresh");
+    assert_eq!(after_edit.stdout, run(&dir, None, &args).stdout);
+    assert_ne!(
+        after_edit.stdout, warm.stdout,
+        "the edit changed the findings"
+    );
+    // A file replaced by another (a new inode) is read too, and so is one removed and put
+    // back; the rest are still known.
+    let other = all.iter().find(|p| *p != target).unwrap();
+    let copy = dir.join("replacement.yaml");
+    std::fs::copy(other, &copy).unwrap();
+    std::fs::rename(&copy, other).unwrap();
+    let replaced = run(&dir, Some(&cache), &args);
+    assert_eq!(counts(&replaced).2, total - 2);
+    assert_eq!(replaced.stdout, run(&dir, None, &args).stdout);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

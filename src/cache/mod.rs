@@ -9,6 +9,9 @@
 //! know about (the engine only sees the [`Memo`] it is handed), and it encodes the engine's
 //! and the model's types, so it sits above both.
 //!
+//! A file the cache saw read before, unchanged since (the same inode, size and times), is not
+//! even read: [`files`] holds each file's digest under its metadata, as git's index does.
+//!
 //! Entries are files named by their key, written to a temporary name and renamed into place,
 //! so concurrent runs see a whole entry or none. Each entry starts with a magic line, its full
 //! key and a checksum of its body: a damaged, truncated or foreign entry is a miss (and is
@@ -18,6 +21,7 @@
 //! count), so a run that writes one entry does not stat thousands.
 
 mod codec;
+mod files;
 
 use crate::lint::engine::{FileOut, Memo, MemoKey, Options};
 use sha2::{Digest, Sha256};
@@ -55,7 +59,7 @@ const PRUNE_AFTER_BYTES: u64 = MAX_BYTES / 4;
 const PRUNE_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// Identifies the format and what wrote it; an entry that does not start with it is foreign.
-const MAGIC: &[u8; 16] = b"credlint-cache2\n";
+const MAGIC: &[u8; 16] = b"credlint-cache3\n";
 /// Magic, key, body checksum, body length.
 const HEADER: usize = 16 + 32 + 8 + 8;
 
@@ -65,6 +69,8 @@ pub struct Cache {
     temp_counter: AtomicUsize,
     /// Bytes of entries this run wrote.
     written: AtomicU64,
+    /// The files earlier runs read, to know their bytes without reading them.
+    files: files::Index,
 }
 
 impl Cache {
@@ -96,6 +102,7 @@ impl Cache {
             fingerprint: fingerprint(options),
             temp_counter: AtomicUsize::new(0),
             written: AtomicU64::new(0),
+            files: files::Index::new(dir),
         })
     }
 
@@ -110,9 +117,22 @@ impl Cache {
         let dir = self.dir.clone();
         let fingerprint = self.fingerprint;
         move |name, bytes| {
-            let key = key_of(&fingerprint, crate::load::source::yaml_name(name), bytes);
+            let key = key_of(
+                &fingerprint,
+                crate::load::source::yaml_name(name),
+                &digest(bytes),
+            );
             dir.join(hex(&key)).is_file()
         }
+    }
+
+    /// What a run does once it has linted every file: writes back the index of files read
+    /// (when it learned any) and prunes the folder ([`Cache::prune`]).
+    pub fn finish(&self) {
+        let _ = self
+            .files
+            .save(self.temp_counter.fetch_add(1, Ordering::Relaxed));
+        self.prune();
     }
 
     /// Removes the least recently used entries when the folder holds more than `MAX_BYTES`, and
@@ -152,13 +172,29 @@ impl Cache {
 
 impl Memo for Cache {
     fn key(&self, yaml_name: bool, bytes: &[u8]) -> MemoKey {
-        MemoKey(key_of(&self.fingerprint, yaml_name, bytes))
+        let content = digest(bytes);
+        MemoKey {
+            key: key_of(&self.fingerprint, yaml_name, &content),
+            content,
+        }
+    }
+
+    fn key_unread(&self, path: &Path, yaml_name: bool) -> Option<MemoKey> {
+        let content = self.files.content(path)?;
+        Some(MemoKey {
+            key: key_of(&self.fingerprint, yaml_name, &content),
+            content,
+        })
+    }
+
+    fn read_as(&self, _path: &Path, seen: &std::fs::Metadata, key: &MemoKey) {
+        self.files.learn(seen, key.content);
     }
 
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut> {
-        let path = self.path(&key.0);
+        let path = self.path(&key.key);
         let (bytes, modified) = read_entry(&path)?;
-        let body = body(&bytes, &key.0)?;
+        let body = body(&bytes, &key.key)?;
         let out = codec::decode(body, file)?;
         if modified.elapsed().unwrap_or_default() > REFRESH_AFTER {
             // A read-only cache still serves: the time only orders pruning.
@@ -179,24 +215,31 @@ impl Memo for Cache {
         }
         let mut entry = Vec::with_capacity(HEADER + body.len());
         entry.extend_from_slice(MAGIC);
-        entry.extend_from_slice(&key.0);
+        entry.extend_from_slice(&key.key);
         entry.extend_from_slice(&checksum(&body).to_le_bytes());
         entry.extend_from_slice(&(body.len() as u64).to_le_bytes());
         entry.extend_from_slice(&body);
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         // A cache that cannot be written only makes the next run slower.
-        if write_atomically(&self.dir, &self.path(&key.0), &entry, n).is_ok() {
+        if write_atomically(&self.dir, &self.path(&key.key), &entry, n).is_ok() {
             self.written
                 .fetch_add(entry.len() as u64, Ordering::Relaxed);
         }
     }
 }
 
-fn key_of(fingerprint: &[u8; 32], yaml_name: bool, bytes: &[u8]) -> [u8; 32] {
+/// The SHA-256 of a file's bytes alone.
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// An entry's key: the settings, whether the file's name reads as YAML, and the digest of its
+/// bytes (so that the index of files read, which holds digests, serves every setting).
+fn key_of(fingerprint: &[u8; 32], yaml_name: bool, content: &[u8; 32]) -> [u8; 32] {
     let mut state = Sha256::new();
     state.update(fingerprint);
     state.update([u8::from(yaml_name)]);
-    state.update(bytes);
+    state.update(content);
     state.finalize().into()
 }
 

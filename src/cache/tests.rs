@@ -94,7 +94,7 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
     let key = cache.key(true, &text);
     assert!(cache.recall(&key, 0).is_none(), "empty cache");
     cache.remember(&key, 0, &out);
-    let path = cache.path(&key.0);
+    let path = cache.path(&key.key);
     let good = std::fs::read(&path).unwrap();
     assert_eq!(
         shown(cache.recall(&key, 2).unwrap()),
@@ -103,7 +103,7 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
     // Another key's entry under this key's name, a flipped byte anywhere, a cut, garbage.
     let other_key = cache.key(true, b"other bytes");
     cache.remember(&other_key, 0, &out);
-    let foreign = std::fs::read(cache.path(&other_key.0)).unwrap();
+    let foreign = std::fs::read(cache.path(&other_key.key)).unwrap();
     let mut damaged = vec![foreign, Vec::new(), b"not an entry".to_vec()];
     for at in [0, 20, 60, 85, HEADER + 3, good.len() - 1] {
         let mut b = good.clone();
@@ -139,20 +139,20 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
         ..Options::default()
     };
     let other = Cache::open(&dir, &options).unwrap();
-    assert_ne!(other.key(true, &text).0, key.0);
+    assert_ne!(other.key(true, &text).key, key.key);
     assert_eq!(
         Cache::open(&dir, &Options::default())
             .unwrap()
             .key(true, &text)
-            .0,
-        key.0
+            .key,
+        key.key
     );
     // Every other input of the key changes it too: the bytes, whether the file reads as YAML,
     // an empty image beside none, and each switch that changes what is kept or judged.
     let mut keys = vec![
-        key.0,
-        cache.key(true, &text[1..]).0,
-        cache.key(false, &text).0,
+        key.key,
+        cache.key(true, &text[1..]).key,
+        cache.key(false, &text).key,
     ];
     for options in [
         Options {
@@ -171,7 +171,7 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
             ..Options::default()
         },
     ] {
-        keys.push(Cache::open(&dir, &options).unwrap().key(true, &text).0);
+        keys.push(Cache::open(&dir, &options).unwrap().key(true, &text).key);
     }
     // Threads change no verdict: the same key.
     let threaded = Options {
@@ -179,8 +179,8 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
         ..Options::default()
     };
     assert_eq!(
-        Cache::open(&dir, &threaded).unwrap().key(true, &text).0,
-        key.0
+        Cache::open(&dir, &threaded).unwrap().key(true, &text).key,
+        key.key
     );
     let distinct: std::collections::HashSet<_> = keys.iter().collect();
     assert_eq!(distinct.len(), keys.len(), "two inputs share a key");
@@ -265,7 +265,7 @@ fn a_link_under_an_entry_name_is_a_miss_and_replaced() {
     let key = cache.key(true, &text);
     // A whole, valid entry, reachable only through the link.
     cache.remember(&key, 0, &out);
-    let path = cache.path(&key.0);
+    let path = cache.path(&key.key);
     let target = base.join("elsewhere");
     std::fs::rename(&path, &target).unwrap();
     std::os::unix::fs::symlink(&target, &path).unwrap();
@@ -286,7 +286,7 @@ fn a_hit_refreshes_an_old_entry_only() {
     let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
     let key = cache.key(true, &text);
     cache.remember(&key, 0, &engine.lint_bytes(0, "a.yaml", &text).unwrap());
-    let path = cache.path(&key.0);
+    let path = cache.path(&key.key);
     let set = |age: Duration| {
         let f = std::fs::File::options().append(true).open(&path).unwrap();
         let time = SystemTime::now() - age;

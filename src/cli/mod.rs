@@ -414,7 +414,7 @@ fn check(args: CheckArgs) -> ExitCode {
         lint(&args.paths, &settings.exclude, options, memo).map(|(o, t)| (o, t, None))
     };
     if let Some(cache) = &cache {
-        cache.prune();
+        cache.finish();
     }
     let (mut outcome, texts, changed) = match linted {
         Ok(run) => run,
@@ -450,14 +450,16 @@ fn check(args: CheckArgs) -> ExitCode {
         let t = &outcome.timings;
         eprintln!(
             "credlint: timings (seconds): wall {:.3}; read {:.3}, YAML parse {:.3}, rules {:.3} \
-             (summed over threads); bundles {:.3}; {} of {} files from the cache",
+             (summed over threads); bundles {:.3}; {} of {} files from the cache, {} of them \
+             unread",
             t.wall.as_secs_f64(),
             t.read.as_secs_f64(),
             t.parse.as_secs_f64(),
             t.rules.as_secs_f64(),
             t.bundles.as_secs_f64(),
             t.cached,
-            outcome.summary.files
+            outcome.summary.files,
+            t.unread
         );
     }
     // `check` runs only as the process's command, and the process ends here: what the run

@@ -150,8 +150,12 @@ pub struct FileOut {
     pub timings: Timings,
 }
 
-/// The key a [`Memo`] files one file's result under.
-pub struct MemoKey(pub [u8; 32]);
+/// The key a [`Memo`] files one file's result under, and the digest of the file's bytes alone
+/// it was made from (what the memo keeps to know a file's key without reading it again).
+pub struct MemoKey {
+    pub key: [u8; 32],
+    pub content: [u8; 32],
+}
 
 /// Results of earlier runs, looked up by a file's bytes (`check`'s cache). The engine only asks
 /// and tells; where results are kept, and what else the key holds, is the memo's business.
@@ -160,6 +164,15 @@ pub trait Memo: Sync {
     /// ([`crate::load::source::yaml_name`]: the only fact of its name verdicts depend on, so a
     /// renamed or copied file finds its entry).
     fn key(&self, yaml_name: bool, bytes: &[u8]) -> MemoKey;
+    /// The key of the bytes now at `path`, without reading them, when the memo can tell them
+    /// from the file's metadata alone (it saw this very file, unchanged since, read before);
+    /// `None` sends the engine to read the file.
+    fn key_unread(&self, _path: &std::path::Path, _yaml_name: bool) -> Option<MemoKey> {
+        None
+    }
+    /// Tells the memo that the file at `path`, as `seen` (its metadata just before the read)
+    /// describes it, held the bytes `key` was made from.
+    fn read_as(&self, _path: &std::path::Path, _seen: &std::fs::Metadata, _key: &MemoKey) {}
     /// The result filed under `key`, its places moved to file number `file`.
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut>;
     /// Files the result of linting file number `file`.
@@ -211,6 +224,8 @@ pub struct Timings {
     /// Files whose result came from the cache (a count, not a time: it says what a warm run
     /// skipped whatever the machine's speed).
     pub cached: usize,
+    /// Of those, files the cache knew unchanged without their being read at all.
+    pub unread: usize,
 }
 
 impl Timings {
@@ -219,6 +234,7 @@ impl Timings {
         self.parse += other.parse;
         self.rules += other.rules;
         self.cached += other.cached;
+        self.unread += other.unread;
     }
 }
 
@@ -463,9 +479,27 @@ impl Engine {
         let lint_file = |id: usize| -> Result<FileOut, String> {
             let started = std::time::Instant::now();
             let name = &inputs[id].display;
-            let bytes = input::read(&inputs[id])?;
-            // Looking a file up is counted as reading it.
-            let key = memo.map(|m| m.key(crate::load::source::yaml_name(name), &bytes));
+            let yaml_name = crate::load::source::yaml_name(name);
+            let path = match &inputs[id].origin {
+                input::Origin::File(path) => Some(path),
+                _ => None,
+            };
+            // A file the memo knows unchanged is not read at all; looking a file up is counted
+            // as reading it.
+            if let (Some(memo), Some(path)) = (memo, path)
+                && let Some(key) = memo.key_unread(path, yaml_name)
+                && let Some(mut out) = memo.recall(&key, id)
+            {
+                out.timings.read += started.elapsed();
+                out.timings.cached += 1;
+                out.timings.unread += 1;
+                return Ok(out);
+            }
+            let (bytes, seen) = input::read_seen(&inputs[id])?;
+            let key = memo.map(|m| m.key(yaml_name, &bytes));
+            if let (Some(memo), Some(key), Some(path), Some(seen)) = (memo, &key, path, &seen) {
+                memo.read_as(path, seen, key);
+            }
             if let (Some(memo), Some(key)) = (memo, &key)
                 && let Some(mut out) = memo.recall(key, id)
             {

@@ -9,6 +9,7 @@
 //! regular files are read: a device, FIFO or socket is refused, walked or named.
 
 use std::ffi::OsStr;
+use std::fs::Metadata;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -400,6 +401,12 @@ fn too_large(limit: u64) -> String {
 /// device is refused before it is opened; what is opened is checked again, and read no
 /// further than the limit, so a file swapped or growing meanwhile cannot make it unbounded.
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    read_bounded_seen(path, limit).map(|(bytes, _)| bytes)
+}
+
+/// [`read_bounded`], also giving the file's metadata as `fstat` gave it before the read (what
+/// `check`'s cache compares a later run's `stat` with, to know the bytes without reading them).
+pub fn read_bounded_seen(path: &Path, limit: u64) -> Result<(Vec<u8>, Metadata), String> {
     use std::os::unix::fs::OpenOptionsExt;
     let meta = std::fs::metadata(path).map_err(|e| describe_io(&e))?;
     if !meta.is_file() {
@@ -452,7 +459,7 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     if bytes.len() as u64 > limit {
         return Err(too_large(limit));
     }
-    Ok(bytes)
+    Ok((bytes, meta))
 }
 
 /// Reads standard input to its end, no further than the size cap.
@@ -480,10 +487,17 @@ pub fn read_stdin() -> Result<Vec<u8>, String> {
 
 /// Reads a file's bytes, bounded by the size cap.
 pub fn read(file: &InputFile) -> Result<Vec<u8>, String> {
+    read_seen(file).map(|(bytes, _)| bytes)
+}
+
+/// [`read`], with the metadata of a file read from disk as it was before the read.
+pub fn read_seen(file: &InputFile) -> Result<(Vec<u8>, Option<Metadata>), String> {
     match &file.origin {
-        Origin::File(path) => read_bounded(path, MAX_INPUT_BYTES),
-        Origin::Memory(bytes) => Ok(bytes.as_ref().clone()),
-        Origin::Stdin => read_stdin(),
+        Origin::File(path) => {
+            read_bounded_seen(path, MAX_INPUT_BYTES).map(|(bytes, meta)| (bytes, Some(meta)))
+        }
+        Origin::Memory(bytes) => Ok((bytes.as_ref().clone(), None)),
+        Origin::Stdin => read_stdin().map(|bytes| (bytes, None)),
     }
 }
 

@@ -158,11 +158,12 @@ impl Memo for Remembered {
     fn key(&self, _: bool, bytes: &[u8]) -> MemoKey {
         let mut state = crate::common::sha256::Sha256State::default();
         state.update(bytes);
-        MemoKey(state.finalize())
+        let key = state.finalize();
+        MemoKey { key, content: key }
     }
     fn recall(&self, key: &MemoKey, _: usize) -> Option<FileOut> {
         let held = self.0.lock().unwrap();
-        let out = held.get(&key.0)?;
+        let out = held.get(&key.key)?;
         Some(FileOut {
             findings: out.findings.clone(),
             documents: out.documents,
@@ -177,7 +178,7 @@ impl Memo for Remembered {
             objects: out.objects,
             ..FileOut::default()
         };
-        self.0.lock().unwrap().insert(key.0, kept);
+        self.0.lock().unwrap().insert(key.key, kept);
     }
 }
 
