@@ -3,6 +3,8 @@
 
 use tree_sitter::Node;
 
+use super::names::{child, kind};
+
 use super::stdlib::{VERSION_COUNT, describe, missing_from};
 use super::text::{callee_name, short, string_template, text};
 use super::walk::Facts;
@@ -12,12 +14,12 @@ pub(super) fn check(facts: &Facts<'_>, src: &str) -> Vec<ScriptFinding> {
     let mut out = Vec::new();
     for site in facts.imports.iter().filter(|s| !s.optional_import) {
         let node = site.node;
-        match node.kind() {
+        match kind(node) {
             "import_statement" => {
                 let mut cursor = node.walk();
                 for name in node.children_by_field_name("name", &mut cursor) {
-                    let dotted = if name.kind() == "aliased_import" {
-                        name.child_by_field_name("name")
+                    let dotted = if kind(name) == "aliased_import" {
+                        child(name, "name")
                     } else {
                         Some(name)
                     };
@@ -27,10 +29,10 @@ pub(super) fn check(facts: &Facts<'_>, src: &str) -> Vec<ScriptFinding> {
                 }
             }
             "import_from_statement" => {
-                let Some(module) = node.child_by_field_name("module_name") else {
+                let Some(module) = child(node, "module_name") else {
                     continue;
                 };
-                if module.kind() == "relative_import" {
+                if kind(module) == "relative_import" {
                     out.push(relative(module, &short(text(node, src), 60)));
                 } else {
                     check_module(module, text(module, src), &mut out);
@@ -54,18 +56,18 @@ pub(super) fn check(facts: &Facts<'_>, src: &str) -> Vec<ScriptFinding> {
 /// `__import__("x")`, `importlib.import_module("x")` or `import_module("x")` with a literal
 /// name: the literal and the name.
 fn dynamic_import<'t>(call: Node<'t>, src: &str) -> Option<(Node<'t>, String)> {
-    let function = call.child_by_field_name("function")?;
+    let function = child(call, "function")?;
     match callee_name(call, src)? {
-        "__import__" if function.kind() == "identifier" => {}
+        "__import__" if kind(function) == "identifier" => {}
         "import_module" => {
-            let object = function.child_by_field_name("object");
-            if function.kind() == "attribute" && object.map(|o| text(o, src)) != Some("importlib") {
+            let object = child(function, "object");
+            if kind(function) == "attribute" && object.map(|o| text(o, src)) != Some("importlib") {
                 return None;
             }
         }
         _ => return None,
     }
-    let arguments = call.child_by_field_name("arguments")?;
+    let arguments = child(call, "arguments")?;
     let first = arguments.named_child(0)?;
     let name = string_template(first, src)?.plain()?;
     let name = name.trim().to_string();

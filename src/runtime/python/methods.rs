@@ -5,6 +5,8 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
+use super::names::{child, kind};
+
 use super::text::{HOLE, Template, callee_name, has_query_param, string_template, text};
 use super::walk::{Facts, Site};
 use super::{RULE_METHOD, ScriptFinding, finding_at};
@@ -150,20 +152,17 @@ fn collection(flat: &str) -> Option<String> {
 
 fn check_call(site: &Site<'_>, facts: &Facts<'_>, src: &str, out: &mut Vec<ScriptFinding>) {
     let call = site.node;
-    let Some(arguments) = call
-        .child_by_field_name("arguments")
-        .filter(|a| a.kind() == "argument_list")
-    else {
+    let Some(arguments) = child(call, "arguments").filter(|a| kind(a) == "argument_list") else {
         return;
     };
     let mut positional = Vec::new();
     let mut keywords: HashMap<&str, Node<'_>> = HashMap::new();
     let mut cursor = arguments.walk();
     for argument in arguments.named_children(&mut cursor) {
-        match argument.kind() {
+        match kind(argument) {
             "keyword_argument" => {
-                let name = argument.child_by_field_name("name");
-                let value = argument.child_by_field_name("value");
+                let name = child(argument, "name");
+                let value = child(argument, "value");
                 if let (Some(name), Some(value)) = (name, value) {
                     keywords.insert(text(name, src), value);
                 }
@@ -204,7 +203,7 @@ fn check_call(site: &Site<'_>, facts: &Facts<'_>, src: &str, out: &mut Vec<Scrip
             .get(1)
             .copied()
             .or_else(|| keywords.get("data").copied());
-        let sends_data = data.is_some_and(|d| d.kind() != "none");
+        let sends_data = data.is_some_and(|d| kind(d) != "none");
         let method = if sends_data { "POST" } else { "GET" };
         (
             method.to_string(),
@@ -247,7 +246,7 @@ fn check_urlencode(
     resolver: &Resolver<'_, '_>,
     out: &mut Vec<ScriptFinding>,
 ) {
-    let query = match query.kind() {
+    let query = match kind(query) {
         "identifier" => match resolver.facts.resolve(scope, text(query, resolver.src)) {
             Some((value, _)) => value,
             None => return,
@@ -257,10 +256,10 @@ fn check_urlencode(
     let src = resolver.src;
     let mut keys: Vec<(Node<'_>, String)> = Vec::new();
     let mut cursor = query.walk();
-    match query.kind() {
+    match kind(query) {
         "dictionary" => {
             for pair in query.named_children(&mut cursor) {
-                if let Some(key) = pair.child_by_field_name("key")
+                if let Some(key) = child(pair, "key")
                     && let Some(name) = string_template(key, src).and_then(|t| t.plain())
                 {
                     keys.push((key, name));
@@ -269,7 +268,7 @@ fn check_urlencode(
         }
         "list" | "tuple" => {
             for item in query.named_children(&mut cursor) {
-                if matches!(item.kind(), "tuple" | "list")
+                if matches!(kind(item), "tuple" | "list")
                     && let Some(key) = item.named_child(0)
                     && let Some(name) = string_template(key, src).and_then(|t| t.plain())
                 {
@@ -278,11 +277,11 @@ fn check_urlencode(
             }
         }
         "call" if callee_name(query, src) == Some("dict") => {
-            if let Some(arguments) = query.child_by_field_name("arguments") {
+            if let Some(arguments) = child(query, "arguments") {
                 let mut inner = arguments.walk();
                 for argument in arguments.named_children(&mut inner) {
-                    if argument.kind() == "keyword_argument"
-                        && let Some(name) = argument.child_by_field_name("name")
+                    if kind(argument) == "keyword_argument"
+                        && let Some(name) = child(argument, "name")
                     {
                         keys.push((name, text(name, src).to_string()));
                     }
@@ -323,7 +322,7 @@ impl Resolver<'_, '_> {
             return None;
         }
         let src = self.src;
-        match node.kind() {
+        match kind(node) {
             "string" | "concatenated_string" => string_template(node, src),
             "parenthesized_expression" => self.template(node.named_child(0)?, scope, depth + 1),
             "identifier" => {
@@ -331,9 +330,9 @@ impl Resolver<'_, '_> {
                 self.template(value, value_scope, depth + 1)
             }
             "binary_operator" => {
-                let operator = node.child_by_field_name("operator").map(|o| text(o, src));
-                let left = node.child_by_field_name("left")?;
-                let right = node.child_by_field_name("right")?;
+                let operator = child(node, "operator").map(|o| text(o, src));
+                let left = child(node, "left")?;
+                let right = child(node, "right")?;
                 match operator {
                     Some("+") => {
                         let l = self.template(left, scope, depth + 1);
@@ -353,11 +352,11 @@ impl Resolver<'_, '_> {
                 }
             }
             "call" => {
-                let function = node.child_by_field_name("function")?;
-                if function.kind() != "attribute" || callee_name(node, src) != Some("format") {
+                let function = child(node, "function")?;
+                if kind(function) != "attribute" || callee_name(node, src) != Some("format") {
                     return None;
                 }
-                let object = function.child_by_field_name("object")?;
+                let object = child(function, "object")?;
                 let format = self.template(object, scope, depth + 1)?;
                 Some(format_holes(&format.flat()))
             }

@@ -93,6 +93,7 @@
 
 mod imports;
 mod methods;
+mod names;
 mod random;
 mod stdlib;
 mod syntax;

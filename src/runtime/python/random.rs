@@ -19,6 +19,8 @@ use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
 
+use super::names::{child, kind};
+
 use super::text::{string_template, text};
 use super::walk::Facts;
 use super::{RULE_RANDOM, ScriptFinding, finding_at};
@@ -86,7 +88,7 @@ fn names(facts: &Facts<'_>, src: &str) -> Names {
         let node = site.node;
         let mut cursor = node.walk();
         let items: Vec<Node<'_>> = node.children_by_field_name("name", &mut cursor).collect();
-        match node.kind() {
+        match kind(node) {
             "import_statement" => {
                 for item in items {
                     let (name, alias) = split_alias(item, src);
@@ -96,7 +98,7 @@ fn names(facts: &Facts<'_>, src: &str) -> Names {
                 }
             }
             "import_from_statement" => {
-                let Some(module) = node.child_by_field_name("module_name") else {
+                let Some(module) = child(node, "module_name") else {
                     continue;
                 };
                 let module = text(module, src).to_string();
@@ -115,14 +117,11 @@ fn names(facts: &Facts<'_>, src: &str) -> Names {
 }
 
 fn split_alias(item: Node<'_>, src: &str) -> (String, Option<String>) {
-    if item.kind() == "aliased_import" {
-        let name = item
-            .child_by_field_name("name")
+    if kind(item) == "aliased_import" {
+        let name = child(item, "name")
             .map(|n| text(n, src).to_string())
             .unwrap_or_default();
-        let alias = item
-            .child_by_field_name("alias")
-            .map(|n| text(n, src).to_string());
+        let alias = child(item, "alias").map(|n| text(n, src).to_string());
         (name, alias)
     } else {
         (text(item, src).to_string(), None)
@@ -131,16 +130,16 @@ fn split_alias(item: Node<'_>, src: &str) -> (String, Option<String>) {
 
 /// The module and function a call reaches: `random.choice(...)` -> (`random`, `choice`).
 fn target(call: Node<'_>, src: &str, names: &Names) -> Option<(String, String)> {
-    let function = call.child_by_field_name("function")?;
-    match function.kind() {
+    let function = child(call, "function")?;
+    match kind(function) {
         "identifier" => {
             let (module, name) = names.imported.get(text(function, src))?;
             Some((module.clone(), name.clone()))
         }
         "attribute" => {
-            let object = function.child_by_field_name("object")?;
-            let attribute = text(function.child_by_field_name("attribute")?, src);
-            let module = match object.kind() {
+            let object = child(function, "object")?;
+            let attribute = text(child(function, "attribute")?, src);
+            let module = match kind(object) {
                 "identifier" => {
                     let local = text(object, src);
                     match names.modules.get(local) {
@@ -166,16 +165,14 @@ fn target(call: Node<'_>, src: &str, names: &Names) -> Option<(String, String)> 
 
 /// True for a string or bytes literal, or a literal's `.encode()`.
 fn constant(node: Node<'_>, src: &str) -> bool {
-    match node.kind() {
+    match kind(node) {
         "string" | "concatenated_string" => {
             string_template(node, src).is_some_and(|t| t.plain().is_some())
         }
-        "call" => node.child_by_field_name("function").is_some_and(|f| {
-            f.kind() == "attribute"
-                && f.child_by_field_name("attribute")
-                    .is_some_and(|a| text(a, src) == "encode")
-                && f.child_by_field_name("object")
-                    .is_some_and(|o| constant(o, src))
+        "call" => child(node, "function").is_some_and(|f| {
+            kind(f) == "attribute"
+                && child(f, "attribute").is_some_and(|a| text(a, src) == "encode")
+                && child(f, "object").is_some_and(|o| constant(o, src))
         }),
         _ => false,
     }
@@ -190,7 +187,7 @@ fn clock_inside<'t>(node: Node<'t>, src: &str, names: &Names) -> Option<String> 
         if visited > 256 {
             return None;
         }
-        if n.kind() == "call"
+        if kind(n) == "call"
             && let Some((module, function)) = target(n, src, names)
         {
             let root = module.split('.').next().unwrap_or("");
@@ -216,7 +213,7 @@ pub(super) fn check(facts: &Facts<'_>, src: &str) -> Vec<ScriptFinding> {
             continue;
         };
         // Only a digest's arguments are read.
-        let args: Vec<Node<'_>> = match (module.as_str(), call.child_by_field_name("arguments")) {
+        let args: Vec<Node<'_>> = match (module.as_str(), child(call, "arguments")) {
             ("hashlib", Some(a)) => {
                 let mut cursor = a.walk();
                 a.named_children(&mut cursor).collect()
@@ -226,7 +223,7 @@ pub(super) fn check(facts: &Facts<'_>, src: &str) -> Vec<ScriptFinding> {
         let message = match (module.as_str(), function.as_str()) {
             ("random", f) if DRAWS.contains(&f) => Some(format!(
                 "`{}` draws from Python's Mersenne Twister, whose output can be predicted from what it gave before: generate credentials with `secrets` (ADR-072 point 2)",
-                text(call.child_by_field_name("function").unwrap_or(call), src)
+                text(child(call, "function").unwrap_or(call), src)
             )),
             ("uuid", "uuid1") => Some(
                 "`uuid1()` is made of the time and the host's address, not of random bits: generate credentials with `secrets`".into(),

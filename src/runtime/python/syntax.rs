@@ -8,6 +8,8 @@ use std::cmp::Ordering;
 
 use tree_sitter::{Node, Point, Tree};
 
+use super::names::{child, kind};
+
 use super::text::{short, string_prefix, string_quote, text};
 use super::walk::{Ctx, Facts, Frame};
 use super::{RULE_SYNTAX, ScriptFinding};
@@ -129,7 +131,7 @@ pub(super) fn visit(
         certain: best,
         shape,
     } = found;
-    match node.kind() {
+    match kind(node) {
         "print_statement" => offer(
             best,
             at(
@@ -150,7 +152,7 @@ pub(super) fn visit(
             let mut cursor = node.walk();
             let listed = node
                 .named_children(&mut cursor)
-                .find(|c| c.kind() == "expression_list");
+                .find(|c| kind(c) == "expression_list");
             if let Some(list) = listed {
                 offer(
                     best,
@@ -166,7 +168,7 @@ pub(super) fn visit(
             let mut cursor = node.walk();
             let tuple = node
                 .named_children(&mut cursor)
-                .find(|c| c.kind() == "tuple_pattern");
+                .find(|c| kind(c) == "tuple_pattern");
             if let Some(tuple) = tuple {
                 offer(
                     best,
@@ -205,7 +207,7 @@ pub(super) fn visit(
             if stack.last().is_some_and(|parent| {
                 parent.via == Some("type_parameters")
                     && matches!(
-                        parent.node.kind(),
+                        kind(parent.node),
                         "function_definition" | "class_definition"
                     )
             }) =>
@@ -220,7 +222,7 @@ pub(super) fn visit(
             );
         }
         "break_statement" | "continue_statement" if !ctx.in_loop => {
-            let word = if node.kind() == "break_statement" {
+            let word = if kind(node) == "break_statement" {
                 "break"
             } else {
                 "continue"
@@ -232,7 +234,7 @@ pub(super) fn visit(
             let mut cursor = node.walk();
             let handled = node
                 .children(&mut cursor)
-                .any(|c| matches!(c.kind(), "except_clause" | "finally_clause"));
+                .any(|c| matches!(kind(c), "except_clause" | "finally_clause"));
             if !handled {
                 let keyword = node.child(0).unwrap_or(node);
                 offer(
@@ -245,8 +247,8 @@ pub(super) fn visit(
             }
         }
         "assignment"
-            if node.child_by_field_name("type").is_some()
-                && stack.last().is_some_and(|p| p.node.kind() == "assignment") =>
+            if child(node, "type").is_some()
+                && stack.last().is_some_and(|p| kind(p.node) == "assignment") =>
         {
             offer(
                 best,
@@ -269,7 +271,7 @@ pub(super) fn visit(
         }
         _ => {}
     }
-    if node.kind() == "except_clause"
+    if kind(node) == "except_clause"
         && let Some(parent) = stack.last()
     {
         check_clause_alignment(node, parent.node, src, shape);
@@ -285,20 +287,19 @@ fn is_type_alias(node: Node<'_>, src: &str) -> bool {
     let spaced = src
         .get(keyword.end_byte()..)
         .is_some_and(|rest| rest.starts_with([' ', '\t', '\\']));
-    let name = node
-        .child_by_field_name("left")
+    let name = child(node, "left")
         .and_then(|left| left.named_child(0))
-        .map(|inner| match inner.kind() {
+        .map(|inner| match kind(inner) {
             "generic_type" => inner.named_child(0),
             _ => Some(inner),
         });
-    spaced && matches!(name, Some(Some(n)) if n.kind() == "identifier")
+    spaced && matches!(name, Some(Some(n)) if kind(n) == "identifier")
 }
 
 fn check_except(node: Node<'_>, src: &str, best: &mut Vec<ScriptFinding>) {
     let mut cursor = node.walk();
     let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-    if let Some(star) = children.iter().find(|c| c.kind() == "*") {
+    if let Some(star) = children.iter().find(|c| kind(**c) == "*") {
         let start = node.start_position();
         offer(
             best,
@@ -374,7 +375,7 @@ fn check_string(node: Node<'_>, src: &str, best: &mut Vec<ScriptFinding>) {
 fn check_single_line(node: Node<'_>, src: &str, best: &mut Vec<ScriptFinding>) {
     let mut cursor = node.walk();
     for part in node.children(&mut cursor) {
-        if part.kind() != "string_content" {
+        if kind(part) != "string_content" {
             continue;
         }
         let content = text(part, src);
@@ -398,10 +399,10 @@ fn check_fstring(node: Node<'_>, outer_quote: &str, src: &str, best: &mut Vec<Sc
     let outer_triple = outer_quote.len() >= 3;
     let mut cursor = node.walk();
     for field in node.named_children(&mut cursor) {
-        if field.kind() != "interpolation" {
+        if kind(field) != "interpolation" {
             continue;
         }
-        let Some(expression) = field.child_by_field_name("expression") else {
+        let Some(expression) = child(field, "expression") else {
             continue;
         };
         if text(expression, src).contains('\\') {
@@ -421,7 +422,7 @@ fn check_fstring(node: Node<'_>, outer_quote: &str, src: &str, best: &mut Vec<Sc
             if budget == 0 {
                 break;
             }
-            match inner.kind() {
+            match kind(inner) {
                 "comment" => offer(
                     best,
                     at(
@@ -487,7 +488,7 @@ fn check_arguments(list: Node<'_>, best: &mut Vec<ScriptFinding>) {
     let mut seen_mapping = false;
     let mut cursor = list.walk();
     for argument in list.named_children(&mut cursor) {
-        match argument.kind() {
+        match kind(argument) {
             "keyword_argument" => seen_keyword = true,
             "dictionary_splat" => {
                 seen_keyword = true;
@@ -578,7 +579,7 @@ fn line_indent(node: Node<'_>, src: &str) -> Indent {
 }
 
 fn is_statement(node: Node<'_>) -> bool {
-    !matches!(node.kind(), "comment" | "line_continuation") && !node.is_error()
+    !matches!(kind(node), "comment" | "line_continuation") && !node.is_error()
 }
 
 /// The keyword a compound statement or clause starts with, for messages (`def`, `if`, ...).
@@ -755,7 +756,7 @@ fn check_clause_alignment(
     best: &mut Vec<ScriptFinding>,
 ) {
     if !matches!(
-        statement.kind(),
+        kind(statement),
         "if_statement" | "for_statement" | "while_statement" | "try_statement"
     ) {
         return;
@@ -783,8 +784,8 @@ fn check_clause_alignment(
 fn check_brackets(brackets: &[Node<'_>], src: &str) -> Option<(ScriptFinding, bool)> {
     let mut open: Vec<Node<'_>> = Vec::new();
     for bracket in brackets {
-        let kind = bracket.kind();
-        let closer_of = match kind {
+        let shut = kind(bracket);
+        let closer_of = match shut {
             ")" => "(",
             "]" => "[",
             "}" => "{",
@@ -794,20 +795,20 @@ fn check_brackets(brackets: &[Node<'_>], src: &str) -> Option<(ScriptFinding, bo
             }
         };
         match open.pop() {
-            Some(opener) if opener.kind() == closer_of => {}
+            Some(opener) if kind(opener) == closer_of => {}
             Some(opener) => {
                 let line = opener.start_position().row + 1;
                 let opened = text(opener, src);
                 let message = format!(
-                    "closing `{kind}` does not match the opening `{opened}` on line {line}"
+                    "closing `{shut}` does not match the opening `{opened}` on line {line}"
                 );
                 return Some((at(*bracket, message), false));
             }
-            None => return Some((at(*bracket, format!("unmatched `{kind}`")), false)),
+            None => return Some((at(*bracket, format!("unmatched `{shut}`")), false)),
         }
     }
     open.first().map(|opener| {
-        let message = format!("`{}` is never closed", opener.kind());
+        let message = format!("`{}` is never closed", kind(opener));
         (at(*opener, message), true)
     })
 }
@@ -826,7 +827,7 @@ fn describe_error(error: Node<'_>, src: &str) -> ScriptFinding {
         return at(error, "invalid syntax".to_string());
     };
     let first_text = text(first, src);
-    let quote_like = first.kind() == "string_start"
+    let quote_like = kind(first) == "string_start"
         || first_text
             .trim_start_matches(|c: char| c.is_ascii_alphabetic())
             .starts_with(['"', '\'']);
@@ -834,9 +835,9 @@ fn describe_error(error: Node<'_>, src: &str) -> ScriptFinding {
     // an opening quote the scanner never closed.
     let closed = first.parent().is_some_and(|p| {
         let mut cursor = p.walk();
-        p.kind() == "string"
+        kind(p) == "string"
             && p.children(&mut cursor)
-                .any(|c| c.kind() == "string_end" && !c.is_missing())
+                .any(|c| kind(c) == "string_end" && !c.is_missing())
     });
     if quote_like && !closed {
         return at(first, "unterminated string literal".to_string());
@@ -920,9 +921,9 @@ fn narrow(mut error: Node<'_>) -> Narrowed<'_> {
         let broken = error.children(&mut cursor).find(|child| {
             let complete = child.is_named()
                 && !child.has_error()
-                && (child.kind().ends_with("_statement")
-                    || child.kind().ends_with("_definition")
-                    || child.kind() == "decorated_definition");
+                && (kind(child).ends_with("_statement")
+                    || kind(child).ends_with("_definition")
+                    || kind(child) == "decorated_definition");
             !complete && !child.is_extra()
         });
         let Some(broken) = broken else {
@@ -976,7 +977,7 @@ fn first_error_below(node: Node<'_>) -> Option<Node<'_>> {
 }
 
 fn describe_missing(missing: Node<'_>) -> ScriptFinding {
-    let message = match expected_name(missing.kind()) {
+    let message = match expected_name(kind(missing)) {
         Some(name) => format!("invalid syntax: expected {name}"),
         None => "invalid syntax: the statement is incomplete".to_string(),
     };

@@ -2,6 +2,8 @@
 
 use tree_sitter::Node;
 
+use super::names::{child, kind};
+
 /// The source text of `node`; empty if the range is not a valid slice (never expected, but the
 /// tree must not be trusted to panic-free indexing).
 pub(super) fn text<'s>(node: Node<'_>, src: &'s str) -> &'s str {
@@ -10,16 +12,16 @@ pub(super) fn text<'s>(node: Node<'_>, src: &'s str) -> &'s str {
 
 /// The name an identifier or attribute ends with: `urlopen` for `urllib.request.urlopen`.
 pub(super) fn last_name<'s>(node: Node<'_>, src: &'s str) -> Option<&'s str> {
-    match node.kind() {
+    match kind(node) {
         "identifier" => Some(text(node, src)),
-        "attribute" => node.child_by_field_name("attribute").map(|a| text(a, src)),
+        "attribute" => child(node, "attribute").map(|a| text(a, src)),
         _ => None,
     }
 }
 
 /// The name a call's function ends with.
 pub(super) fn callee_name<'s>(call: Node<'_>, src: &'s str) -> Option<&'s str> {
-    last_name(call.child_by_field_name("function")?, src)
+    last_name(child(call, "function")?, src)
 }
 
 /// `s` cut to `max` characters, with an ellipsis when cut, and on one line.
@@ -119,12 +121,12 @@ impl Template {
 /// as holes. `None` for any other node.
 pub(super) fn string_template(node: Node<'_>, src: &str) -> Option<Template> {
     let mut out = Template::default();
-    match node.kind() {
+    match kind(node) {
         "string" => add_string_parts(node, src, &mut out),
         "concatenated_string" => {
             let mut cursor = node.walk();
             for part in node.named_children(&mut cursor) {
-                if part.kind() == "string" {
+                if kind(part) == "string" {
                     add_string_parts(part, src, &mut out);
                 }
             }
@@ -137,12 +139,11 @@ pub(super) fn string_template(node: Node<'_>, src: &str) -> Option<Template> {
 fn add_string_parts(node: Node<'_>, src: &str, out: &mut Template) {
     let mut cursor = node.walk();
     for part in node.children(&mut cursor) {
-        match part.kind() {
+        match kind(part) {
             "string_content" => out.lit(text(part, src)),
             "interpolation" => {
-                let shown = part
-                    .child_by_field_name("expression")
-                    .map_or_else(|| text(part, src), |e| text(e, src));
+                let shown =
+                    child(part, "expression").map_or_else(|| text(part, src), |e| text(e, src));
                 out.hole(shown);
             }
             _ => {}
@@ -154,7 +155,7 @@ fn add_string_parts(node: Node<'_>, src: &str, out: &mut Template) {
 pub(super) fn string_prefix<'s>(string: Node<'_>, src: &'s str) -> &'s str {
     let start = string
         .child(0)
-        .filter(|c| c.kind() == "string_start")
+        .filter(|c| kind(c) == "string_start")
         .map_or("", |c| text(c, src));
     let quote_at = start.find(['"', '\'', '`']).unwrap_or(start.len());
     start.get(..quote_at).unwrap_or("")
@@ -164,7 +165,7 @@ pub(super) fn string_prefix<'s>(string: Node<'_>, src: &'s str) -> &'s str {
 pub(super) fn string_quote<'s>(string: Node<'_>, src: &'s str) -> &'s str {
     let start = string
         .child(0)
-        .filter(|c| c.kind() == "string_start")
+        .filter(|c| kind(c) == "string_start")
         .map_or("", |c| text(c, src));
     let quote_at = start.find(['"', '\'', '`']).unwrap_or(start.len());
     start.get(quote_at..).unwrap_or("")

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 
 use tree_sitter::{Node, Tree};
 
+use super::names::{child, field_name, kind};
+
 use super::syntax;
 use super::text::{callee_name, last_name, text};
 
@@ -102,7 +104,7 @@ pub(super) fn collect<'t>(tree: &'t Tree, src: &str) -> Facts<'t> {
     let mut stack: Vec<Frame<'t>> = Vec::new();
     loop {
         let node = cursor.node();
-        let field = cursor.field_name();
+        let field = field_name(&cursor);
         if let Some(top) = stack.last_mut() {
             top.via = field;
         }
@@ -131,7 +133,7 @@ pub(super) fn collect<'t>(tree: &'t Tree, src: &str) -> Facts<'t> {
 /// The context of a child of `parent`, on the path `parent.via`.
 fn child_ctx(parent: &Frame<'_>) -> Ctx {
     let mut ctx = parent.ctx;
-    match parent.node.kind() {
+    match kind(parent.node) {
         "function_definition" | "lambda" => {
             ctx = Ctx {
                 scope: parent.node.id(),
@@ -159,7 +161,7 @@ fn visit<'t>(node: Node<'t>, ctx: Ctx, stack: &[Frame<'t>], src: &str, facts: &m
     if node.is_missing() && facts.first_missing.is_none() {
         facts.first_missing = Some(node);
     }
-    match node.kind() {
+    match kind(node) {
         "(" | ")" | "[" | "]" | "{" | "}" if node.child_count() == 0 && !node.is_missing() => {
             facts.brackets.push(node);
         }
@@ -181,19 +183,17 @@ fn visit<'t>(node: Node<'t>, ctx: Ctx, stack: &[Frame<'t>], src: &str, facts: &m
         "string" | "concatenated_string" => {
             // A string that is a statement by itself (a docstring) sends no request, and the
             // parts of a concatenation are checked as one.
-            let parent = stack.last().map(|f| f.node.kind());
+            let parent = stack.last().map(|f| kind(f.node));
             if !matches!(parent, Some("concatenated_string" | "expression_statement")) {
                 facts.strings.push(node);
             }
         }
         "assignment" => {
-            if let Some(left) = node.child_by_field_name("left") {
-                let right = node
-                    .child_by_field_name("right")
-                    .filter(|r| r.kind() != "assignment");
-                if left.kind() == "identifier" {
+            if let Some(left) = child(node, "left") {
+                let right = child(node, "right").filter(|r| kind(r) != "assignment");
+                if kind(left) == "identifier" {
                     // An annotation without a value (`x: str`) binds nothing.
-                    if right.is_some() || node.child_by_field_name("type").is_none() {
+                    if right.is_some() || child(node, "type").is_none() {
                         facts.bind(ctx.scope, text(left, src), right);
                     }
                 } else {
@@ -202,12 +202,12 @@ fn visit<'t>(node: Node<'t>, ctx: Ctx, stack: &[Frame<'t>], src: &str, facts: &m
             }
         }
         "augmented_assignment" => {
-            if let Some(left) = node.child_by_field_name("left") {
+            if let Some(left) = child(node, "left") {
                 bind_targets(left, ctx.scope, src, facts);
             }
         }
         "for_statement" => {
-            if let Some(left) = node.child_by_field_name("left") {
+            if let Some(left) = child(node, "left") {
                 bind_targets(left, ctx.scope, src, facts);
             }
         }
@@ -215,18 +215,18 @@ fn visit<'t>(node: Node<'t>, ctx: Ctx, stack: &[Frame<'t>], src: &str, facts: &m
             bind_targets(node, ctx.scope, src, facts);
         }
         "named_expression" => {
-            if let Some(name) = node.child_by_field_name("name") {
+            if let Some(name) = child(node, "name") {
                 bind_targets(name, ctx.scope, src, facts);
             }
         }
         "except_clause" => {
-            if let Some(alias) = node.child_by_field_name("alias") {
+            if let Some(alias) = child(node, "alias") {
                 bind_targets(alias, ctx.scope, src, facts);
             }
         }
         "function_definition" | "lambda" => {
             // Parameters live in the function's own scope and their values are unknown.
-            if let Some(params) = node.child_by_field_name("parameters") {
+            if let Some(params) = child(node, "parameters") {
                 bind_targets(params, node.id(), src, facts);
             }
         }
@@ -240,18 +240,18 @@ fn visit<'t>(node: Node<'t>, ctx: Ctx, stack: &[Frame<'t>], src: &str, facts: &m
 fn bind_targets<'t>(target: Node<'t>, scope: usize, src: &str, facts: &mut Facts<'t>) {
     let mut pending = vec![(target, 0u8)];
     while let Some((node, depth)) = pending.pop() {
-        if node.kind() == "identifier" {
+        if kind(node) == "identifier" {
             facts.bind(scope, text(node, src), None);
             continue;
         }
         // Default values and annotations are not names being bound.
-        if depth >= 3 || matches!(node.kind(), "type" | "string" | "call") {
+        if depth >= 3 || matches!(kind(node), "type" | "string" | "call") {
             continue;
         }
         let mut cursor = node.walk();
         for (i, child) in node.named_children(&mut cursor).enumerate() {
             let is_default_value =
-                matches!(node.kind(), "default_parameter" | "typed_default_parameter") && i > 0;
+                matches!(kind(node), "default_parameter" | "typed_default_parameter") && i > 0;
             if !is_default_value {
                 pending.push((child, depth + 1));
             }
@@ -263,7 +263,7 @@ fn bind_targets<'t>(target: Node<'t>, scope: usize, src: &str, facts: &mut Facts
 /// import. A function or lambda in between breaks the link: its body runs later.
 fn optional_import(stack: &[Frame<'_>], src: &str) -> bool {
     for frame in stack.iter().rev() {
-        match frame.node.kind() {
+        match kind(frame.node) {
             "function_definition" | "lambda" => return false,
             "try_statement"
                 if frame.via == Some("body") && handles_import_error(frame.node, src) =>
@@ -279,7 +279,7 @@ fn optional_import(stack: &[Frame<'_>], src: &str) -> bool {
 fn handles_import_error(try_statement: Node<'_>, src: &str) -> bool {
     let mut cursor = try_statement.walk();
     for clause in try_statement.named_children(&mut cursor) {
-        if clause.kind() != "except_clause" {
+        if kind(clause) != "except_clause" {
             continue;
         }
         let mut values = Vec::new();
@@ -292,7 +292,7 @@ fn handles_import_error(try_statement: Node<'_>, src: &str) -> bool {
         }
         let mut pending = values;
         while let Some(value) = pending.pop() {
-            match value.kind() {
+            match kind(value) {
                 "identifier" | "attribute" => {
                     if matches!(
                         last_name(value, src),
