@@ -366,7 +366,7 @@ fn fingerprint(options: &Options) -> [u8; 32] {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::common::hex(bytes)
 }
 
 /// Writes `bytes` to a temporary file in `dir` and renames it to `path`: readers see the old

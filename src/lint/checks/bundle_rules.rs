@@ -39,19 +39,22 @@ pub fn check(bundle: &Bundle, emit: &mut Emit) {
 fn naming(bundle: &Bundle, id: &str, emit: &mut Emit) {
     let owner = &bundle.owner;
     let named = format!("{owner}{SUFFIX}");
-    let job_head = format!("{}{SUFFIX}-", owner_prefix(owner));
     // A second member of a kind is `bundle-duplicate`'s finding.
     for member in bundle.members.values().filter_map(|list| list.first()) {
         if member.kind == MemberKind::Job && member.name.is_empty() {
             // No `metadata.name` (a `generateName`): `job-name-hash` says which name to take.
             continue;
         }
-        let (fits, expected) = match member.kind {
+        let fits = match member.kind {
             // The owner's cut and the hash are `job-name-hash`'s to judge.
-            MemberKind::Job => (has_job_shape(&member.name), format!("`{job_head}<h8>`")),
-            _ => (member.name == named, format!("`{named}`")),
+            MemberKind::Job => has_job_shape(&member.name),
+            _ => member.name == named,
         };
         if !fits {
+            let expected = match member.kind {
+                MemberKind::Job => format!("`{}{SUFFIX}-<h8>`", owner_prefix(owner)),
+                _ => format!("`{named}`"),
+            };
             emit.add(
                 "bundle-naming",
                 member.loc,
@@ -394,7 +397,7 @@ pub fn job_hash(state: &crate::common::sha256::Sha256State, image: &str) -> Stri
 
 /// The first 8 hex characters of a digest.
 pub fn h8(digest: &[u8]) -> String {
-    digest.iter().take(4).map(|b| format!("{b:02x}")).collect()
+    crate::common::hex(&digest[..digest.len().min(4)])
 }
 
 pub fn expected_job_name(owner: &str, h8: &str) -> String {
