@@ -146,13 +146,24 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A folder of the test's own (removed when the returned guard is dropped) holding a generated
+/// tree (`tree/`, its files listed) and a path for the cache (`cache/`).
+fn generated_tree(
+    name: &str,
+    seed: u64,
+    cases: usize,
+) -> (TempDir, PathBuf, PathBuf, Vec<PathBuf>) {
+    let dir = temp_dir(name);
+    let tree = dir.join("tree");
+    generated(&tree, seed, cases);
+    let all = files(&tree);
+    let cache = dir.join("cache");
+    (dir, tree, cache, all)
+}
+
 #[test]
 fn a_generated_tree_reads_the_same_through_edits() {
-    let dir = temp_dir("cache-tree");
-    let tree = dir.join("tree");
-    generated(&tree, 11, 30);
-    let cache = dir.join("cache");
-    let all = files(&tree);
+    let (dir, tree, cache, all) = generated_tree("cache-tree", 11, 30);
     let rel: Vec<String> = all
         .iter()
         .map(|p| p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned())
@@ -196,11 +207,7 @@ fn a_generated_tree_reads_the_same_through_edits() {
 /// time back (`touch -r`), and output stays the same as without the cache.
 #[test]
 fn settled_files_are_not_read_again_and_every_edit_is_still_seen() {
-    let dir = temp_dir("cache-unread");
-    let tree = dir.join("tree");
-    generated(&tree, 5, 12);
-    let cache = dir.join("cache");
-    let all = files(&tree);
+    let (dir, _, cache, all) = generated_tree("cache-unread", 5, 12);
     let args = ["check", "tree", "--format", "json", "--timings"];
     // Files changed within the last seconds are read on every run (a later write could share
     // their clock tick); these are not yet settled.

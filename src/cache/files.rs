@@ -93,11 +93,16 @@ impl Index {
 
     /// The digest of the bytes now at `path`, when the index holds the file unchanged.
     pub(super) fn content(&self, path: &Path) -> Option<[u8; 32]> {
+        let known = self.loaded();
+        // An empty index (a first run) knows no file: no `stat` before the read's own.
+        if known.is_empty() {
+            return None;
+        }
         let meta = std::fs::metadata(path).ok()?;
         if !meta.is_file() {
             return None;
         }
-        let record = self.loaded().get(&(meta.dev(), meta.ino()))?;
+        let record = known.get(&(meta.dev(), meta.ino()))?;
         (Record::of(&meta, record.content) == *record).then_some(record.content)
     }
 

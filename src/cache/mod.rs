@@ -107,7 +107,7 @@ impl Cache {
     }
 
     fn path(&self, key: &[u8; 32]) -> PathBuf {
-        self.dir.join(hex(key))
+        self.dir.join(crate::common::hex(key))
     }
 
     /// A test, for another thread, of whether a file named `name` with these bytes has an
@@ -122,7 +122,7 @@ impl Cache {
                 crate::load::source::yaml_name(name),
                 &digest(bytes),
             );
-            dir.join(hex(&key)).is_file()
+            dir.join(crate::common::hex(&key)).is_file()
         }
     }
 
@@ -187,7 +187,7 @@ impl Memo for Cache {
         })
     }
 
-    fn read_as(&self, _path: &Path, seen: &std::fs::Metadata, key: &MemoKey) {
+    fn read_as(&self, seen: &std::fs::Metadata, key: &MemoKey) {
         self.files.learn(seen, key.content);
     }
 
@@ -363,10 +363,6 @@ fn fingerprint(options: &Options) -> [u8; 32] {
         }
     }
     state.finalize().into()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    crate::common::hex(bytes)
 }
 
 /// Writes `bytes` to a temporary file in `dir` and renames it to `path`: readers see the old

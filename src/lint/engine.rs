@@ -170,9 +170,9 @@ pub trait Memo: Sync {
     fn key_unread(&self, _path: &std::path::Path, _yaml_name: bool) -> Option<MemoKey> {
         None
     }
-    /// Tells the memo that the file at `path`, as `seen` (its metadata just before the read)
-    /// describes it, held the bytes `key` was made from.
-    fn read_as(&self, _path: &std::path::Path, _seen: &std::fs::Metadata, _key: &MemoKey) {}
+    /// Tells the memo that the file `seen` describes (its metadata just before the read) held
+    /// the bytes `key` was made from.
+    fn read_as(&self, _seen: &std::fs::Metadata, _key: &MemoKey) {}
     /// The result filed under `key`, its places moved to file number `file`.
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut>;
     /// Files the result of linting file number `file`.
@@ -484,28 +484,29 @@ impl Engine {
                 input::Origin::File(path) => Some(path),
                 _ => None,
             };
-            // A file the memo knows unchanged is not read at all; looking a file up is counted
-            // as reading it.
-            if let (Some(memo), Some(path)) = (memo, path)
-                && let Some(key) = memo.key_unread(path, yaml_name)
-                && let Some(mut out) = memo.recall(&key, id)
-            {
+            // Looking a file up is counted as reading it.
+            let served = |mut out: FileOut, unread: bool| {
                 out.timings.read += started.elapsed();
                 out.timings.cached += 1;
-                out.timings.unread += 1;
-                return Ok(out);
+                out.timings.unread += usize::from(unread);
+                Ok(out)
+            };
+            // A file the memo knows unchanged is not read at all.
+            if let (Some(memo), Some(path)) = (memo, path)
+                && let Some(key) = memo.key_unread(path, yaml_name)
+                && let Some(out) = memo.recall(&key, id)
+            {
+                return served(out, true);
             }
             let (bytes, seen) = input::read_seen(&inputs[id])?;
             let key = memo.map(|m| m.key(yaml_name, &bytes));
-            if let (Some(memo), Some(key), Some(path), Some(seen)) = (memo, &key, path, &seen) {
-                memo.read_as(path, seen, key);
-            }
-            if let (Some(memo), Some(key)) = (memo, &key)
-                && let Some(mut out) = memo.recall(key, id)
-            {
-                out.timings.read += started.elapsed();
-                out.timings.cached += 1;
-                return Ok(out);
+            if let (Some(memo), Some(key)) = (memo, &key) {
+                if let Some(seen) = &seen {
+                    memo.read_as(seen, key);
+                }
+                if let Some(out) = memo.recall(key, id) {
+                    return served(out, false);
+                }
             }
             let read = started.elapsed();
             let mut out = self.lint_bytes(id, name, &bytes)?;

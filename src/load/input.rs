@@ -562,12 +562,10 @@ mod tests {
             "a", "a-b", "a/b", "a//b", "a/./b", "a/b/", "./a", "../a", "/a", "/", "a.b", "a/b-c",
             "a/b/c", "ab", "a\u{e9}", "a~", "A", "a/..", ".", "..", "a/\u{7f}",
         ];
-        let mut paths: Vec<&Path> = Vec::new();
+        let mut paths: Vec<PathBuf> = names.iter().map(PathBuf::from).collect();
         for x in names {
             for y in names {
-                paths.push(Path::new(x));
-                let joined = Box::leak(format!("{x}/{y}").into_boxed_str());
-                paths.push(Path::new(joined));
+                paths.push(PathBuf::from(format!("{x}/{y}")));
             }
         }
         for a in &paths {

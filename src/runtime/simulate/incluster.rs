@@ -54,10 +54,7 @@ impl RunDir {
         let base = std::env::temp_dir();
         let mut last = io::Error::other("no attempt");
         for _ in 0..8 {
-            let suffix: String = random_bytes(6)?
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let suffix = crate::common::hex(&random_bytes(6)?);
             let path = base.join(format!("credlint-sim-{}-{suffix}", std::process::id()));
             match fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {

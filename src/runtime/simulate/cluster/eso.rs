@@ -111,10 +111,7 @@ pub fn data_hash(data: Option<&Value>) -> String {
         h.update(v.as_bytes());
         h.update([0]);
     }
-    h.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::common::hex(&h.finalize()[..16])
 }
 
 fn label<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
