@@ -368,6 +368,30 @@ fn check(args: CheckArgs) -> ExitCode {
         exclude: args.exclude.clone(),
         no_inline_ignores: false,
     };
+    // Files named on the command line (a pre-commit hook's) have their programs checked on a
+    // thread of their own from here on, while the settings are read, the rules compiled and
+    // the other objects linted; not those whose result the cache holds, which the thread
+    // learns once the cache is open.
+    let named: Vec<crate::load::input::InputFile> = args
+        .paths
+        .iter()
+        .filter(|p| p.is_file())
+        .map(|p| crate::load::input::InputFile {
+            display: input::display_path(p),
+            origin: crate::load::input::Origin::File(p.clone()),
+        })
+        .collect();
+    let tell_prewarm = {
+        use crate::lint::checks::runtime::{CacheState, prewarm};
+        if crate::cache::folder(args.cache_dir.as_deref(), args.no_cache).is_none() {
+            let _ = prewarm(&named, CacheState::None);
+            None
+        } else {
+            let (tell, ask) = std::sync::mpsc::channel();
+            let _ = prewarm(&named, CacheState::Later(ask));
+            Some(tell)
+        }
+    };
     let settings = match settings(&args.config, flags) {
         Ok(settings) => settings,
         Err(code) => return code,
@@ -389,24 +413,14 @@ fn check(args: CheckArgs) -> ExitCode {
         pragma_everywhere: settings.pragma_everywhere,
     };
     let cache = open_cache(&args, &options);
-    // Files named on the command line (a pre-commit hook's) have their programs checked on
-    // a thread of their own from here on, while the rules are compiled and the other objects
-    // linted; not those whose result the cache holds.
-    let named: Vec<crate::load::input::InputFile> = args
-        .paths
-        .iter()
-        .filter(|p| p.is_file())
-        .map(|p| crate::load::input::InputFile {
-            display: input::display_path(p),
-            origin: crate::load::input::Origin::File(p.clone()),
-        })
-        .collect();
-    crate::lint::checks::runtime::prewarm(
-        &named,
-        cache
-            .as_ref()
-            .map(|c| Box::new(c.holds()) as Box<dyn Fn(&str, &[u8]) -> bool + Send>),
-    );
+    if let Some(tell) = tell_prewarm {
+        // The prewarm thread waits for this (it ends without analysing if it never comes).
+        let _ = tell.send(
+            cache
+                .as_ref()
+                .map(|c| Box::new(c.holds()) as crate::lint::checks::runtime::Cached),
+        );
+    }
     let memo = cache.as_ref().map(|c| c as &dyn Memo);
     let linted = if args.pre_commit {
         lint_changed(&args.paths, &settings.exclude, options, memo)

@@ -56,6 +56,31 @@ pub const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
 /// refuses a request body over 3 MiB.
 pub const MAX_INPUT_BYTES: u64 = 256 << 20;
 
+/// Input bytes read in this process past which a run counts as large (see [`when_large`]).
+pub const LARGE_RUN_BYTES: u64 = 4 << 20;
+
+static READ_SO_FAR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static WHEN_LARGE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+static WENT_LARGE: std::sync::Once = std::sync::Once::new();
+
+/// Sets what runs, once, when the inputs read reach [`LARGE_RUN_BYTES`]: the binary tells its
+/// allocator to give freed memory back at once from then on, since a large run's peak is what
+/// counts, while a small run (a pre-commit hook's file) would spend more on returning pages it
+/// is about to reuse than the run takes otherwise. The first setting stays.
+pub fn when_large(hook: fn()) {
+    let _ = WHEN_LARGE.set(hook);
+}
+
+fn count_read(bytes: usize) {
+    use std::sync::atomic::Ordering;
+    let total = READ_SO_FAR.fetch_add(bytes as u64, Ordering::Relaxed) + bytes as u64;
+    if total >= LARGE_RUN_BYTES
+        && let Some(hook) = WHEN_LARGE.get()
+    {
+        WENT_LARGE.call_once(*hook);
+    }
+}
+
 /// The largest ignore file (`.gitignore`, `.git/info/exclude`, the global excludes) the walk
 /// honours: 1 MiB, tens of thousands of patterns. A larger one is refused with exit 2 rather
 /// than compiled at a cost of gigabytes.
@@ -457,6 +482,8 @@ pub fn read_bounded_seen(path: &Path, limit: u64) -> Result<(Vec<u8>, Metadata),
     // and is read on to its end, within the limit; a file system that answers in pieces is
     // asked again until the size is reached.
     let expected = usize::try_from(meta.len()).unwrap_or(0);
+    // Counted before the buffer is made, so a large file is read under the large-run policy.
+    count_read(expected);
     let mut bytes = vec![0; expected + 1];
     let mut filled = 0;
     let mut file = file;
@@ -507,6 +534,7 @@ pub fn read_stdin() -> Result<Vec<u8>, String> {
         if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
             return Err(too_large(MAX_INPUT_BYTES));
         }
+        count_read(n);
         bytes.extend_from_slice(&piece[..n]);
     }
 }
@@ -556,6 +584,24 @@ mod tests {
     }
 
     /// The sort key orders paths exactly as `Path` does, on paths where byte order differs.
+    /// The hook runs once, when the inputs read pass the mark, whoever reads them.
+    #[test]
+    fn a_large_run_is_announced_once() {
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        fn hook() {
+            CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        when_large(hook);
+        let dir = temp("large");
+        let path = dir.join("big.yaml");
+        std::fs::write(&path, vec![b'#'; LARGE_RUN_BYTES as usize / 2 + 1]).unwrap();
+        // Two halves pass the mark whatever other tests of this process read before.
+        for _ in 0..3 {
+            read_bounded(&path, MAX_INPUT_BYTES).unwrap();
+        }
+        assert_eq!(CALLS.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
     #[test]
     fn the_sort_key_orders_as_paths_do() {
         let names = [

@@ -89,63 +89,175 @@ fn locate(
 /// Whether a file (display name, bytes) has its result in `check`'s cache.
 pub type Cached = Box<dyn Fn(&str, &[u8]) -> bool + Send>;
 
+/// What the prewarm knows of the cache when it starts.
+pub enum CacheState {
+    /// The run has no cache: every program is analysed.
+    None,
+    /// The cache opens later (its keys depend on the settings, which are read while this
+    /// thread starts): `None` received means no cache after all; a closed channel, that the
+    /// run ended before linting (a usage error), so nothing is analysed.
+    Later(std::sync::mpsc::Receiver<Option<Cached>>),
+}
+
 /// Inputs up to this size are read twice so their programs can be checked early.
 const PREWARM_BYTES: usize = 1024 * 1024;
 
 /// Starts the static checks of every create.py in `files` on a thread of its own, where the
 /// inputs are small (a pre-commit hook's few files): the analysis, the largest cost of such a
-/// run, then overlaps compiling the rules and linting the other objects, and linting finds the
-/// result cached (or waits for it, never repeating it). Larger inputs are left alone: there
-/// the cache is warm after the first bundle anyway. A file `cached` says has a result in
-/// `check`'s cache (given its display name and bytes) is skipped: linting will not read it.
-pub fn prewarm(files: &[crate::load::input::InputFile], cached: Option<Cached>) {
+/// run, then overlaps reading the settings, compiling the rules and linting the other objects,
+/// and linting finds the result cached (or waits for it, never repeating it). Larger inputs are
+/// left alone: there the cache is warm after the first bundle anyway. A file the cache holds
+/// (given its display name and bytes) is skipped: linting will not read it. The thread, if
+/// one started, is returned for tests to join; the run itself never waits for it.
+pub fn prewarm(
+    files: &[crate::load::input::InputFile],
+    cache: CacheState,
+) -> Option<std::thread::JoinHandle<()>> {
     let files = files.to_vec();
     let sizes: Option<usize> = files.iter().map(crate::load::input::size).sum();
     if files.is_empty() || sizes.is_none_or(|total| total > PREWARM_BYTES) {
-        return;
+        return None;
     }
-    let spawned = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("credlint-prewarm".into())
         .spawn(move || {
+            // `None` until the cache has answered: then the predicate, or `None` for none.
+            let (mut known, pending) = match cache {
+                CacheState::None => (Some(None), None),
+                CacheState::Later(opened) => (None, Some(opened)),
+            };
             for file in &files {
                 let Ok(bytes) = crate::load::input::read(file) else {
                     continue;
                 };
-                if cached
-                    .as_ref()
-                    .is_some_and(|cached| cached(&file.display, &bytes))
-                {
+                let scripts = scripts(&bytes);
+                if scripts.is_empty() {
                     continue;
                 }
-                let Ok(text) = std::str::from_utf8(&bytes) else {
-                    continue;
-                };
-                // Only the documents that can hold a program are parsed: the others are the
-                // main thread's business, and this thread's head start is the point.
-                let ranges = crate::load::yaml::document_ranges(text);
-                for range in ranges
-                    .into_iter()
-                    .filter(|r| text[r.clone()].contains("create.py"))
-                {
-                    for parsed in crate::load::yaml::parse_range(text, range) {
-                        let crate::load::yaml::Parsed::Document(doc) = parsed else {
-                            continue;
-                        };
-                        let mut objects = Vec::new();
-                        crate::model::object::objects(&doc.root, &mut objects);
-                        for object in objects.iter().filter(|o| o.kind == "ConfigMap") {
-                            if let Some(script) = object
-                                .root
-                                .at(&["data", "create.py"])
-                                .and_then(Node::as_str)
-                            {
-                                crate::runtime::python::check_script(script);
-                            }
-                        }
+                // Asked only once there is a program to analyse, so reading the file overlaps
+                // opening the cache.
+                if known.is_none() {
+                    match pending.as_ref().map(|opened| opened.recv()) {
+                        Some(Ok(cached)) => known = Some(cached),
+                        _ => return,
                     }
                 }
+                if let Some(Some(cached)) = &known
+                    && cached(&file.display, &bytes)
+                {
+                    continue;
+                }
+                for script in &scripts {
+                    crate::runtime::python::check_script(script);
+                }
             }
-        });
-    // Without the thread, linting checks the programs itself.
-    drop(spawned);
+        })
+        // Without the thread, linting checks the programs itself.
+        .ok()
+}
+
+/// The create.py programs of a file's ConfigMaps. Only the documents that can hold one are
+/// parsed: the others are the main thread's business, and this thread's head start is the point.
+fn scripts(bytes: &[u8]) -> Vec<String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let ranges = crate::load::yaml::document_ranges(text);
+    for range in ranges
+        .into_iter()
+        .filter(|r| text[r.clone()].contains("create.py"))
+    {
+        for parsed in crate::load::yaml::parse_range(text, range) {
+            let crate::load::yaml::Parsed::Document(doc) = parsed else {
+                continue;
+            };
+            let mut objects = Vec::new();
+            crate::model::object::objects(&doc.root, &mut objects);
+            for object in objects.iter().filter(|o| o.kind == "ConfigMap") {
+                if let Some(script) = object
+                    .root
+                    .at(&["data", "create.py"])
+                    .and_then(Node::as_str)
+                {
+                    found.push(script.to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::input::{InputFile, Origin};
+
+    /// A bundle whose create.py no other test has: the script cache is shared by the process.
+    fn bundle_file(dir: &std::path::Path, tag: &str) -> (InputFile, String) {
+        let text = std::fs::read_to_string("fixtures/runtime-non-stdlib-import/bad-requests.yaml")
+            .unwrap()
+            .replacen("import json", &format!("import json  # {tag}"), 1);
+        let path = dir.join(format!("{tag}.yaml"));
+        std::fs::write(&path, &text).unwrap();
+        let script = crate::load::yaml::parse(&text)
+            .into_iter()
+            .find_map(|p| match p {
+                crate::load::yaml::Parsed::Document(d) => d
+                    .root
+                    .at(&["data", "create.py"])
+                    .and_then(Node::as_str)
+                    .map(str::to_string),
+                _ => None,
+            })
+            .unwrap();
+        assert!(script.contains(tag));
+        let file = InputFile {
+            display: path.display().to_string(),
+            origin: Origin::File(path),
+        };
+        (file, script)
+    }
+
+    /// Started before the settings are read, the thread analyses at once without a cache, waits
+    /// to be told which files the cache holds otherwise, skips those, and analyses nothing when
+    /// the run ends before it is told (a usage error).
+    #[test]
+    fn the_prewarm_analyses_only_what_linting_will_read() {
+        let dir = crate::testkit::temp::TempDir::new("credlint-prewarm");
+        let known = crate::runtime::python::is_known;
+
+        let (file, script) = bundle_file(&dir, "no-cache");
+        prewarm(std::slice::from_ref(&file), CacheState::None)
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(known(&script));
+
+        let (file, script) = bundle_file(&dir, "held");
+        let (tell, ask) = std::sync::mpsc::channel();
+        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask)).unwrap();
+        let shown = file.display.clone();
+        tell.send(Some(
+            Box::new(move |name: &str, bytes: &[u8]| name == shown && !bytes.is_empty()) as Cached,
+        ))
+        .unwrap();
+        thread.join().unwrap();
+        assert!(!known(&script));
+
+        let (file, script) = bundle_file(&dir, "not-held");
+        let (tell, ask) = std::sync::mpsc::channel();
+        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask)).unwrap();
+        tell.send(Some(Box::new(|_: &str, _: &[u8]| false) as Cached))
+            .unwrap();
+        thread.join().unwrap();
+        assert!(known(&script));
+
+        let (file, script) = bundle_file(&dir, "never-told");
+        let (tell, ask) = std::sync::mpsc::channel::<Option<Cached>>();
+        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask)).unwrap();
+        drop(tell);
+        thread.join().unwrap();
+        assert!(!known(&script));
+    }
 }

@@ -216,6 +216,14 @@ pub(crate) fn claim(script: &str) {
     lock_cache().insert(script.into(), Entry::default());
 }
 
+/// Whether `script`'s analysis is done and kept.
+#[cfg(test)]
+pub(crate) fn is_known(script: &str) -> bool {
+    lock_cache()
+        .get(script)
+        .is_some_and(|entry| entry.get().is_some())
+}
+
 fn lock_cache() -> std::sync::MutexGuard<'static, Scripts> {
     // A panic elsewhere while holding the lock cannot leave the map half-written (insert and
     // remove are single calls), so a poisoned lock is still usable.

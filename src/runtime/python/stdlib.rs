@@ -1,9 +1,6 @@
 //! The top-level standard-library modules of every Python a credentials image may carry.
 //! The lists are data (`data/python-stdlib/`, see its README for how they were made).
 
-use std::collections::HashSet;
-use std::sync::LazyLock;
-
 /// How many versions the lists cover.
 pub(super) const VERSION_COUNT: usize = 6;
 
@@ -17,22 +14,27 @@ pub(super) const LISTS: [(&str, &str); VERSION_COUNT] = [
     ("3.14", include_str!("../../../data/python-stdlib/3.14.txt")),
 ];
 
-static SETS: LazyLock<Vec<(&'static str, HashSet<&'static str>)>> = LazyLock::new(|| {
-    LISTS
-        .iter()
-        .map(|(version, list)| {
-            let names = list.lines().map(str::trim).filter(|l| !l.is_empty());
-            (*version, names.collect())
-        })
-        .collect()
-});
-
 /// The versions, oldest first, whose standard library lacks top-level module `name`.
 pub(super) fn missing_from(name: &str) -> Vec<&'static str> {
-    SETS.iter()
-        .filter(|(_, names)| !names.contains(name))
+    LISTS
+        .iter()
+        .filter(|(_, list)| !holds(list, name))
         .map(|(version, _)| *version)
         .collect()
+}
+
+/// Whether `list` (one name a line) has `name` as a whole line. Searched in the text itself:
+/// building a set of each list's 300 names took longer than a script's every import check.
+pub(super) fn holds(list: &str, name: &str) -> bool {
+    if name.is_empty() || name.contains('\n') {
+        return false;
+    }
+    let bytes = list.as_bytes();
+    memchr::memmem::find_iter(bytes, name.as_bytes()).any(|at| {
+        let starts_line = at == 0 || bytes[at - 1] == b'\n';
+        let ends_line = bytes.get(at + name.len()).is_none_or(|&b| b == b'\n');
+        starts_line && ends_line
+    })
 }
 
 /// `3.9-3.14`, `3.13-3.14`, `3.9`, or `3.9, 3.11` for versions that do not follow each other.

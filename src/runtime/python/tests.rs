@@ -609,6 +609,21 @@ fn the_lists_hold_top_level_names_only_and_know_the_removals() {
         ["3.10", "3.11", "3.12", "3.13", "3.14"]
     );
     assert!(stdlib::missing_from("asyncio").is_empty());
+    // Whole lines only: a name's prefix, suffix or middle is not a module.
+    for part in ["o", "s", "asyn", "syncio", "ncio", "asyncio\n", "", "\n"] {
+        assert_eq!(
+            stdlib::missing_from(part).len(),
+            stdlib::VERSION_COUNT,
+            "{part:?}"
+        );
+    }
+    for (version, list) in stdlib::LISTS {
+        let (first, last) = (list.lines().next().unwrap(), list.lines().last().unwrap());
+        assert!(
+            stdlib::holds(list, first) && stdlib::holds(list, last),
+            "{version}"
+        );
+    }
     assert_eq!(stdlib::describe(&["3.9", "3.11", "3.12"]), "3.9, 3.11-3.12");
 }
 
