@@ -56,28 +56,43 @@ pub const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
 /// refuses a request body over 3 MiB.
 pub const MAX_INPUT_BYTES: u64 = 256 << 20;
 
-/// Input bytes read in this process past which a run counts as large (see [`when_large`]).
+/// Input bytes read in this process past which a run counts as large (see [`on_memory`]).
 pub const LARGE_RUN_BYTES: u64 = 4 << 20;
 
+/// What a run's memory is doing, for the binary to tune its allocator by (see [`on_memory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    /// The inputs read have passed [`LARGE_RUN_BYTES`]: from now on the run's peak is what
+    /// counts, so freed memory should go back to the system once it is clearly not reused.
+    Large,
+    /// A buffer of unknown final size (standard input) grows past [`LARGE_RUN_BYTES`]: each
+    /// step frees the one before, which should go back at once, before the next doubles it.
+    Growing,
+}
+
 static READ_SO_FAR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static WHEN_LARGE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+static ON_MEMORY: std::sync::OnceLock<fn(Memory)> = std::sync::OnceLock::new();
 static WENT_LARGE: std::sync::Once = std::sync::Once::new();
 
-/// Sets what runs, once, when the inputs read reach [`LARGE_RUN_BYTES`]: the binary tells its
-/// allocator to give freed memory back at once from then on, since a large run's peak is what
-/// counts, while a small run (a pre-commit hook's file) would spend more on returning pages it
-/// is about to reuse than the run takes otherwise. The first setting stays.
-pub fn when_large(hook: fn()) {
-    let _ = WHEN_LARGE.set(hook);
+/// Sets what is told when a run turns large, or grows a buffer of unknown size: the binary's
+/// allocator keeps freed memory while the run is small (a pre-commit hook's file reuses every
+/// page it frees, and giving one back costs a system call and a TLB flush on the other cores),
+/// and gives it back later or at once when the peak is what counts. The first setting stays.
+pub fn on_memory(hook: fn(Memory)) {
+    let _ = ON_MEMORY.set(hook);
+}
+
+fn tell(memory: Memory) {
+    if let Some(hook) = ON_MEMORY.get() {
+        hook(memory);
+    }
 }
 
 fn count_read(bytes: usize) {
     use std::sync::atomic::Ordering;
     let total = READ_SO_FAR.fetch_add(bytes as u64, Ordering::Relaxed) + bytes as u64;
-    if total >= LARGE_RUN_BYTES
-        && let Some(hook) = WHEN_LARGE.get()
-    {
-        WENT_LARGE.call_once(*hook);
+    if total >= LARGE_RUN_BYTES && ON_MEMORY.get().is_some() {
+        WENT_LARGE.call_once(|| tell(Memory::Large));
     }
 }
 
@@ -524,19 +539,28 @@ pub fn read_stdin() -> Result<Vec<u8>, String> {
     // it knows the end has come, doubling a full 256 MiB buffer, and an allocator that grows by
     // copying (the binary's does) then holds both for a moment.
     let mut piece = vec![0; 64 * 1024];
-    loop {
+    let mut growing = false;
+    let result = loop {
         let n = match stdin.read(&mut piece) {
-            Ok(0) => return Ok(bytes),
+            Ok(0) => break Ok(bytes),
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(failed(e)),
+            Err(e) => break Err(failed(e)),
         };
         if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
-            return Err(too_large(MAX_INPUT_BYTES));
+            break Err(too_large(MAX_INPUT_BYTES));
         }
         count_read(n);
+        if !growing && (bytes.len() + n) as u64 >= LARGE_RUN_BYTES {
+            growing = true;
+            tell(Memory::Growing);
+        }
         bytes.extend_from_slice(&piece[..n]);
+    };
+    if growing {
+        tell(Memory::Large);
     }
+    result
 }
 
 /// Reads a file's bytes, bounded by the size cap.
@@ -584,14 +608,15 @@ mod tests {
     }
 
     /// The sort key orders paths exactly as `Path` does, on paths where byte order differs.
-    /// The hook runs once, when the inputs read pass the mark, whoever reads them.
+    /// `Large` is told once, when the inputs read pass the mark, whoever reads them.
     #[test]
     fn a_large_run_is_announced_once() {
         static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        fn hook() {
+        fn hook(memory: Memory) {
+            assert_eq!(memory, Memory::Large);
             CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
-        when_large(hook);
+        on_memory(hook);
         let dir = temp("large");
         let path = dir.join("big.yaml");
         std::fs::write(&path, vec![b'#'; LARGE_RUN_BYTES as usize / 2 + 1]).unwrap();
