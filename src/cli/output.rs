@@ -205,7 +205,9 @@ pub fn finish(
             None => {
                 let stdout = std::io::stdout();
                 let terminal = stdout.is_terminal();
-                let mut out = stdout.lock();
+                // Buffered: standard output flushes at every line break, a system call for
+                // each line of the report.
+                let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
                 write_one(outcome, output, target, context, &helm, terminal, &mut out)
                     .and_then(|_| out.flush())
             }
