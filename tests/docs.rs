@@ -241,7 +241,8 @@ fn the_readme_documents_every_flag_of_the_help_and_no_other() {
         }
         all.extend(help.into_iter().map(|(f, _)| f));
     }
-    // Flags of the other tools the README shows: cargo, the test harness and bench/run.py.
+    // Flags of the other tools the README shows: cargo, the test harness, bench/run.py and
+    // bench/compare.py.
     let others = [
         "--release",
         "--test",
@@ -253,6 +254,7 @@ fn the_readme_documents_every_flag_of_the_help_and_no_other() {
         "--runs",
         "--sizes",
         "--dir",
+        "--rounds",
     ];
     let token = regex::Regex::new(r"(^|[^A-Za-z0-9_-])(--[a-z][a-z0-9-]*)").unwrap();
     for (number, line) in readme.lines().enumerate() {
