@@ -156,7 +156,7 @@ pub fn check_script(script: &str) -> Vec<ScriptFinding> {
     match lookup(script) {
         Lookup::Ready(findings) => findings,
         // Waits for the other thread (or, should it have failed, analyses here).
-        Lookup::Busy(entry) => entry.get_or_init(|| analyse(script)).clone(),
+        Lookup::Busy(entry) => publish(&entry, script),
     }
 }
 
@@ -205,7 +205,7 @@ fn lookup(script: &str) -> Lookup {
     if mine {
         // Analysed outside the lock, so threads checking different scripts do not wait on
         // each other.
-        return Lookup::Ready(entry.get_or_init(|| analyse(script)).clone());
+        return Lookup::Ready(publish(&entry, script));
     }
     Lookup::Busy(entry)
 }
@@ -232,9 +232,30 @@ fn lock_cache() -> std::sync::MutexGuard<'static, Scripts> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Analyses `script` into `entry` (unless another thread did), then frees the syntax tree:
+/// after the findings are out, so that a thread waiting for them does not wait for the free
+/// (5,000 nodes of the reference program).
+fn publish(entry: &Entry, script: &str) -> Vec<ScriptFinding> {
+    let mut tree = None;
+    let findings = entry
+        .get_or_init(|| {
+            let (findings, parsed) = analysed(script);
+            tree = parsed;
+            findings
+        })
+        .clone();
+    drop(tree);
+    findings
+}
+
 fn analyse(script: &str) -> Vec<ScriptFinding> {
+    analysed(script).0
+}
+
+/// The findings of `script`, and its syntax tree for the caller to free.
+fn analysed(script: &str) -> (Vec<ScriptFinding>, Option<Tree>) {
     if script.len() > MAX_SCRIPT_BYTES {
-        return vec![ScriptFinding {
+        let too_large = vec![ScriptFinding {
             rule: RULE_SYNTAX,
             message: format!(
                 "the script is {} bytes, more than the {} MiB credlint parses (a ConfigMap holds at most 1 MiB), so it was not checked",
@@ -246,9 +267,10 @@ fn analyse(script: &str) -> Vec<ScriptFinding> {
             end_line: 0,
             end_byte_col: 0,
         }];
+        return (too_large, None);
     }
     let Some(tree) = parse(script) else {
-        return vec![ScriptFinding {
+        let out_of_time = vec![ScriptFinding {
             rule: RULE_SYNTAX,
             message: format!(
                 "the script could not be parsed within {} s, so it was not checked",
@@ -259,6 +281,7 @@ fn analyse(script: &str) -> Vec<ScriptFinding> {
             end_line: 0,
             end_byte_col: 0,
         }];
+        return (out_of_time, None);
     };
     let facts = walk::collect(&tree, script);
     let mut findings = Vec::new();
@@ -266,6 +289,7 @@ fn analyse(script: &str) -> Vec<ScriptFinding> {
     findings.extend(imports::check(&facts, script));
     findings.extend(methods::check(&facts, script));
     findings.extend(random::check(&facts, script));
+    drop(facts);
     findings.sort_by(|a, b| {
         (
             a.start_line,
@@ -290,7 +314,7 @@ fn analyse(script: &str) -> Vec<ScriptFinding> {
             && (a.start_line, a.start_byte_col, a.end_line, a.end_byte_col)
                 == (b.start_line, b.start_byte_col, b.end_line, b.end_byte_col)
     });
-    findings
+    (findings, Some(tree))
 }
 
 /// `None` when the grammar cannot be loaded or the parse ran past [`PARSE_BUDGET`].
