@@ -492,6 +492,10 @@ fn type_tag(node: &Node, out: &mut Vec<u8>) {
     });
 }
 
+/// A string longer than this enters a verdict key as its SHA-256, not its bytes: a 100 MB
+/// value copied into two keys (and their growth) had tripled a run's peak memory.
+const DIGESTED_FROM: usize = 64 * 1024;
+
 fn whole(node: &Node, out: &mut Vec<u8>) {
     type_tag(node, out);
     match &node.value {
@@ -501,7 +505,13 @@ fn whole(node: &Node, out: &mut Vec<u8>) {
         YValue::Float(f) => out.extend_from_slice(&f.to_bits().to_le_bytes()),
         YValue::Str(s) => {
             out.extend_from_slice(&(s.len() as u64).to_le_bytes());
-            out.extend_from_slice(s.as_bytes());
+            if s.len() > DIGESTED_FROM {
+                // The length says which form follows, so keys stay unambiguous.
+                use sha2::Digest;
+                out.extend_from_slice(&sha2::Sha256::digest(s.as_bytes()));
+            } else {
+                out.extend_from_slice(s.as_bytes());
+            }
         }
         YValue::Seq(items) => {
             out.extend_from_slice(&(items.len() as u64).to_le_bytes());

@@ -409,3 +409,28 @@ fn or_value_on_a_plain_value_is_that_value() {
         assert!(matches!(verdict(expr), Verdict::Error(_)), "{expr}");
     }
 }
+
+/// A long string enters a verdict key as its digest: two values that differ anywhere still get
+/// different keys, the same value the same key, and the key stays small.
+#[test]
+fn long_strings_are_keyed_by_digest_and_still_told_apart() {
+    let long = "x".repeat(200_000);
+    let mut changed = long.clone();
+    changed.replace_range(150_000..150_001, "y");
+    let key_of = |value: &str| {
+        let text = format!("data:\n  k: {value}\n");
+        let mut key = Vec::new();
+        reads::key(&root(&text), &Pattern::Whole, &mut key);
+        key
+    };
+    let (a, b, c) = (key_of(&long), key_of(&changed), key_of(&long));
+    assert_eq!(a, c);
+    assert_ne!(a, b);
+    assert!(a.len() < 100, "{} bytes", a.len());
+    // Short strings are still keyed by their bytes.
+    assert!(
+        key_of("short-value")
+            .windows(11)
+            .any(|w| w == b"short-value")
+    );
+}
