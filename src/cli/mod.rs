@@ -381,9 +381,10 @@ fn check(args: CheckArgs) -> ExitCode {
             origin: crate::load::input::Origin::File(p.clone()),
         })
         .collect();
+    let cache_dir = crate::cache::folder(args.cache_dir.as_deref(), args.no_cache);
     let tell_prewarm = {
         use crate::lint::checks::runtime::{CacheState, prewarm};
-        if crate::cache::folder(args.cache_dir.as_deref(), args.no_cache).is_none() {
+        if cache_dir.is_none() {
             let _ = prewarm(&named, CacheState::None);
             None
         } else {
@@ -412,7 +413,7 @@ fn check(args: CheckArgs) -> ExitCode {
         threads: threads(args.threads),
         pragma_everywhere: settings.pragma_everywhere,
     };
-    let cache = open_cache(&args, &options);
+    let cache = open_cache(cache_dir, &options);
     if let Some(tell) = tell_prewarm {
         // The prewarm thread waits for this (it ends without analysing if it never comes).
         let _ = tell.send(
@@ -485,8 +486,8 @@ fn check(args: CheckArgs) -> ExitCode {
 }
 
 /// `check`'s cache, unless `--no-cache`; one that cannot be opened is noted and done without.
-fn open_cache(args: &CheckArgs, options: &Options) -> Option<crate::cache::Cache> {
-    let dir = crate::cache::folder(args.cache_dir.as_deref(), args.no_cache)?;
+fn open_cache(dir: Option<PathBuf>, options: &Options) -> Option<crate::cache::Cache> {
+    let dir = dir?;
     crate::cache::Cache::open(&dir, options)
         .map_err(|e| eprintln!("credlint: note: no cache in {}: {e}", dir.display()))
         .ok()

@@ -607,7 +607,6 @@ mod tests {
         Temp(dir)
     }
 
-    /// The sort key orders paths exactly as `Path` does, on paths where byte order differs.
     /// `Large` is told once, when the inputs read pass the mark, whoever reads them.
     #[test]
     fn a_large_run_is_announced_once() {
@@ -627,6 +626,7 @@ mod tests {
         assert_eq!(CALLS.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
+    /// The sort key orders paths exactly as `Path` does, on paths where byte order differs.
     #[test]
     fn the_sort_key_orders_as_paths_do() {
         let names = [

@@ -121,10 +121,9 @@ pub fn prewarm(
     std::thread::Builder::new()
         .name("credlint-prewarm".into())
         .spawn(move || {
-            // `None` until the cache has answered: then the predicate, or `None` for none.
-            let (mut known, pending) = match cache {
-                CacheState::None => (Some(None), None),
-                CacheState::Later(opened) => (None, Some(opened)),
+            let (mut pending, mut held) = match cache {
+                CacheState::None => (None, None),
+                CacheState::Later(opened) => (Some(opened), None),
             };
             for file in &files {
                 let Ok(bytes) = crate::load::input::read(file) else {
@@ -136,13 +135,13 @@ pub fn prewarm(
                 }
                 // Asked only once there is a program to analyse, so reading the file overlaps
                 // opening the cache.
-                if known.is_none() {
-                    match pending.as_ref().map(|opened| opened.recv()) {
-                        Some(Ok(cached)) => known = Some(cached),
-                        _ => return,
+                if let Some(opened) = pending.take() {
+                    match opened.recv() {
+                        Ok(cached) => held = cached,
+                        Err(_) => return,
                     }
                 }
-                if let Some(Some(cached)) = &known
+                if let Some(cached) = &held
                     && cached(&file.display, &bytes)
                 {
                     continue;
