@@ -281,6 +281,9 @@ pub(crate) fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 /// The program: parses the command line (keeping where each `--format` and `--output-file`
 /// stood, to pair them) and runs it.
 pub fn main() -> ExitCode {
+    // Started before the arguments are parsed, so that the thread is running by the time
+    // `check` has a pre-commit file's program for it.
+    let spare = crate::common::spare::Spare::start("credlint-prewarm");
     let matches = Cli::command().get_matches();
     let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
@@ -291,12 +294,16 @@ pub fn main() -> ExitCode {
         Command::Simulate(args) => output::locate(&mut args.output, &matches),
         _ => {}
     }
-    run(cli)
+    run(cli, spare)
 }
 
-pub fn run(cli: Cli) -> ExitCode {
+/// Runs a parsed command line; `spare` is a thread started with the program, which `check`
+/// gives its head-start work to (any other command lets it end).
+pub fn run(cli: Cli, spare: Option<crate::common::spare::Spare>) -> ExitCode {
+    // Ended at once by any other command.
+    let spare = spare.filter(|_| matches!(cli.command, Command::Check(_)));
     match cli.command {
-        Command::Check(args) => check(args),
+        Command::Check(args) => check(args, spare),
         Command::Rules { format } => rules(format),
         Command::Explain { id } => explain(&id),
         Command::Policies(args) => crate::cli::policies::run(args),
@@ -350,7 +357,7 @@ pub(crate) fn resolve_settings(
     })
 }
 
-fn check(args: CheckArgs) -> ExitCode {
+fn check(args: CheckArgs, spare: Option<crate::common::spare::Spare>) -> ExitCode {
     let targets = match args.output.targets() {
         Ok(targets) => targets,
         Err(e) => return usage_error(e),
@@ -385,11 +392,11 @@ fn check(args: CheckArgs) -> ExitCode {
     let tell_prewarm = {
         use crate::lint::checks::runtime::{CacheState, prewarm};
         if cache_dir.is_none() {
-            let _ = prewarm(&named, CacheState::None);
+            let _ = prewarm(&named, CacheState::None, spare);
             None
         } else {
             let (tell, ask) = std::sync::mpsc::channel();
-            let _ = prewarm(&named, CacheState::Later(ask));
+            let _ = prewarm(&named, CacheState::Later(ask), spare);
             Some(tell)
         }
     };

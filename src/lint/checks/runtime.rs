@@ -107,50 +107,60 @@ const PREWARM_BYTES: usize = 1024 * 1024;
 /// run, then overlaps reading the settings, compiling the rules and linting the other objects,
 /// and linting finds the result cached (or waits for it, never repeating it). Larger inputs are
 /// left alone: there the cache is warm after the first bundle anyway. A file the cache holds
-/// (given its display name and bytes) is skipped: linting will not read it. The thread, if
-/// one started, is returned for tests to join; the run itself never waits for it.
+/// (given its display name and bytes) is skipped: linting will not read it. The work runs on
+/// `spare` when given (a thread started with the program), else on a new thread. The thread,
+/// if one ran it, is returned for tests to join; the run itself never waits for it.
 pub fn prewarm(
     files: &[crate::load::input::InputFile],
     cache: CacheState,
+    spare: Option<crate::common::spare::Spare>,
 ) -> Option<std::thread::JoinHandle<()>> {
     let files = files.to_vec();
     let sizes: Option<usize> = files.iter().map(crate::load::input::size).sum();
     if files.is_empty() || sizes.is_none_or(|total| total > PREWARM_BYTES) {
         return None;
     }
-    std::thread::Builder::new()
-        .name("credlint-prewarm".into())
-        .spawn(move || {
-            let (mut pending, mut held) = match cache {
-                CacheState::None => (None, None),
-                CacheState::Later(opened) => (Some(opened), None),
+    let job: crate::common::spare::Job = Box::new(move || {
+        let (mut pending, mut held) = match cache {
+            CacheState::None => (None, None),
+            CacheState::Later(opened) => (Some(opened), None),
+        };
+        for file in &files {
+            let Ok(bytes) = crate::load::input::read(file) else {
+                continue;
             };
-            for file in &files {
-                let Ok(bytes) = crate::load::input::read(file) else {
-                    continue;
-                };
-                let scripts = scripts(&bytes);
-                if scripts.is_empty() {
-                    continue;
-                }
-                // Asked only once there is a program to analyse, so reading the file overlaps
-                // opening the cache.
-                if let Some(opened) = pending.take() {
-                    match opened.recv() {
-                        Ok(cached) => held = cached,
-                        Err(_) => return,
-                    }
-                }
-                if let Some(cached) = &held
-                    && cached(&file.display, &bytes)
-                {
-                    continue;
-                }
-                for script in &scripts {
-                    crate::runtime::python::check_script(script);
+            let scripts = scripts(&bytes);
+            if scripts.is_empty() {
+                continue;
+            }
+            // Asked only once there is a program to analyse, so reading the file overlaps
+            // opening the cache.
+            if let Some(opened) = pending.take() {
+                match opened.recv() {
+                    Ok(cached) => held = cached,
+                    Err(_) => return,
                 }
             }
-        })
+            if let Some(cached) = &held
+                && cached(&file.display, &bytes)
+            {
+                continue;
+            }
+            for script in &scripts {
+                crate::runtime::python::check_script(script);
+            }
+        }
+    });
+    let job = match spare {
+        Some(spare) => match spare.run(job) {
+            Ok(thread) => return Some(thread),
+            Err(job) => job,
+        },
+        None => job,
+    };
+    std::thread::Builder::new()
+        .name("credlint-prewarm".into())
+        .spawn(job)
         // Without the thread, linting checks the programs itself.
         .ok()
 }
@@ -227,7 +237,7 @@ mod tests {
         let known = crate::runtime::python::is_known;
 
         let (file, script) = bundle_file(&dir, "no-cache");
-        prewarm(std::slice::from_ref(&file), CacheState::None)
+        prewarm(std::slice::from_ref(&file), CacheState::None, None)
             .unwrap()
             .join()
             .unwrap();
@@ -235,7 +245,7 @@ mod tests {
 
         let (file, script) = bundle_file(&dir, "held");
         let (tell, ask) = std::sync::mpsc::channel();
-        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask)).unwrap();
+        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask), None).unwrap();
         let shown = file.display.clone();
         tell.send(Some(
             Box::new(move |name: &str, bytes: &[u8]| name == shown && !bytes.is_empty()) as Cached,
@@ -246,7 +256,7 @@ mod tests {
 
         let (file, script) = bundle_file(&dir, "not-held");
         let (tell, ask) = std::sync::mpsc::channel();
-        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask)).unwrap();
+        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask), None).unwrap();
         tell.send(Some(Box::new(|_: &str, _: &[u8]| false) as Cached))
             .unwrap();
         thread.join().unwrap();
@@ -254,7 +264,7 @@ mod tests {
 
         let (file, script) = bundle_file(&dir, "never-told");
         let (tell, ask) = std::sync::mpsc::channel::<Option<Cached>>();
-        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask)).unwrap();
+        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask), None).unwrap();
         drop(tell);
         thread.join().unwrap();
         assert!(!known(&script));
