@@ -89,12 +89,16 @@
 //! bundles) in a thread-safe cache bounded in entries and bytes. Scripts over 8 MiB are not parsed (a
 //! ConfigMap holds at most 1 MiB) and parsing stops after 60 s: either is one `runtime-syntax`
 //! finding saying the script was not checked. Every walk over the tree is iterative, so deep
-//! nesting cannot exhaust the stack.
+//! nesting cannot exhaust the stack. A script over 4 KiB is parsed in two parts, cut where a
+//! top-level definition starts near its middle, and a thread waiting for its findings parses
+//! the second part (`split.rs`); a part with any syntax problem sends it back to one whole
+//! parse, so the findings are those of the whole script either way.
 
 mod imports;
 mod methods;
 mod names;
 mod random;
+mod split;
 mod stdlib;
 mod syntax;
 mod text;
@@ -110,7 +114,7 @@ use crate::common::wordhash::WordState;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
+use tree_sitter::{Node, ParseOptions, ParseState, Parser, Point, Range, Tree};
 
 /// A problem found in a script. Positions are 0-based: `line` counts script lines
 /// (split on '\n'), `byte_col` is a byte offset within that line.
@@ -232,19 +236,19 @@ fn lock_cache() -> std::sync::MutexGuard<'static, Scripts> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Analyses `script` into `entry` (unless another thread did), then frees the syntax tree:
+/// Analyses `script` into `entry` (unless another thread did), then frees the syntax trees:
 /// after the findings are out, so that a thread waiting for them does not wait for the free
 /// (5,000 nodes of the reference program).
 fn publish(entry: &Entry, script: &str) -> Vec<ScriptFinding> {
-    let mut tree = None;
+    let mut trees = Vec::new();
     let findings = entry
         .get_or_init(|| {
             let (findings, parsed) = analysed(script);
-            tree = parsed;
+            trees = parsed;
             findings
         })
         .clone();
-    drop(tree);
+    drop(trees);
     findings
 }
 
@@ -252,8 +256,14 @@ fn analyse(script: &str) -> Vec<ScriptFinding> {
     analysed(script).0
 }
 
-/// The findings of `script`, and its syntax tree for the caller to free.
-fn analysed(script: &str) -> (Vec<ScriptFinding>, Option<Tree>) {
+/// The findings of `script`, and its syntax trees for the caller to free. A script long
+/// enough is parsed, and its facts collected, in two parts on two threads ([`split`]).
+fn analysed(script: &str) -> (Vec<ScriptFinding>, Vec<Tree>) {
+    analysed_cut(script, split::cut(script))
+}
+
+/// [`analysed`] with the cut given: `Some(at)` tries the two parts first.
+fn analysed_cut(script: &str, cut: Option<usize>) -> (Vec<ScriptFinding>, Vec<Tree>) {
     if script.len() > MAX_SCRIPT_BYTES {
         let too_large = vec![ScriptFinding {
             rule: RULE_SYNTAX,
@@ -267,10 +277,10 @@ fn analysed(script: &str) -> (Vec<ScriptFinding>, Option<Tree>) {
             end_line: 0,
             end_byte_col: 0,
         }];
-        return (too_large, None);
+        return (too_large, Vec::new());
     }
-    let Some(tree) = parse(script) else {
-        let out_of_time = vec![ScriptFinding {
+    let out_of_time = || {
+        vec![ScriptFinding {
             rule: RULE_SYNTAX,
             message: format!(
                 "the script could not be parsed within {} s, so it was not checked",
@@ -280,12 +290,58 @@ fn analysed(script: &str) -> (Vec<ScriptFinding>, Option<Tree>) {
             start_byte_col: 0,
             end_line: 0,
             end_byte_col: 0,
-        }];
-        return (out_of_time, None);
+        }]
     };
-    let facts = walk::collect(&tree, script);
-    let mut findings = Vec::new();
-    findings.extend(syntax::check(&tree, &facts, script));
+    if let Some(at) = cut {
+        let (first, second) =
+            split::both(|| parse(&script[..at], None), || parse(script, Some(at)));
+        let (Some(first), Some(second)) = (first, second) else {
+            return (out_of_time(), Vec::new());
+        };
+        let trees = [first, second];
+        if let Some(findings) = findings_of(&trees, script, true) {
+            return (findings, trees.into());
+        }
+        // A syntax problem in a part: the whole parse says what it is, and where.
+    }
+    let Some(tree) = parse(script, None) else {
+        return (out_of_time(), Vec::new());
+    };
+    let trees = [tree];
+    let findings = findings_of(&trees, script, false).unwrap_or_default();
+    (findings, trees.into())
+}
+
+/// The findings of a script parsed as `trees` (one, or its two parts in order); `None` when a
+/// part has a syntax problem (`in_parts`), whose finding only the whole parse can place.
+fn findings_of(trees: &[Tree], script: &str, in_parts: bool) -> Option<Vec<ScriptFinding>> {
+    if in_parts && trees.iter().any(|t| t.root_node().has_error()) {
+        return None;
+    }
+    fn collected<'t>(tree: &'t Tree, script: &str) -> walk::Facts<'t> {
+        let mut facts = walk::Facts::default();
+        walk::collect(tree, script, &mut facts);
+        facts
+    }
+    let facts = match trees {
+        [first, second] => {
+            let (mut facts, rest) =
+                split::both(|| collected(first, script), || collected(second, script));
+            facts.append(rest);
+            facts
+        }
+        _ => {
+            let mut facts = walk::Facts::default();
+            for tree in trees {
+                walk::collect(tree, script, &mut facts);
+            }
+            facts
+        }
+    };
+    let mut findings = syntax::check(&facts, script);
+    if in_parts && !findings.is_empty() {
+        return None;
+    }
     findings.extend(imports::check(&facts, script));
     findings.extend(methods::check(&facts, script));
     findings.extend(random::check(&facts, script));
@@ -314,15 +370,28 @@ fn analysed(script: &str) -> (Vec<ScriptFinding>, Option<Tree>) {
             && (a.start_line, a.start_byte_col, a.end_line, a.end_byte_col)
                 == (b.start_line, b.start_byte_col, b.end_line, b.end_byte_col)
     });
-    (findings, Some(tree))
+    Some(findings)
 }
 
-/// `None` when the grammar cannot be loaded or the parse ran past [`PARSE_BUDGET`].
-fn parse(script: &str) -> Option<Tree> {
+/// The tree of `script`, or of its part from byte `from` on (a line start; positions stay
+/// those of the whole script). `None` when the grammar cannot be loaded or the parse ran past
+/// [`PARSE_BUDGET`].
+fn parse(script: &str, from: Option<usize>) -> Option<Tree> {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
         .ok()?;
+    if let Some(at) = from {
+        let rows = |text: &str| memchr::memchr_iter(b'\n', text.as_bytes()).count();
+        let last_line = script.rfind('\n').map_or(0, |i| i + 1);
+        let part = Range {
+            start_byte: at,
+            end_byte: script.len(),
+            start_point: Point::new(rows(&script[..at]), 0),
+            end_point: Point::new(rows(script), script.len() - last_line),
+        };
+        parser.set_included_ranges(&[part]).ok()?;
+    }
     let bytes = script.as_bytes();
     let started = Instant::now();
     let mut give_up = |_: &ParseState| {

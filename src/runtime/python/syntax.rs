@@ -6,7 +6,7 @@
 
 use std::cmp::Ordering;
 
-use tree_sitter::{Node, Point, Tree};
+use tree_sitter::{Node, Point};
 
 use super::names::{child, kind};
 
@@ -48,7 +48,7 @@ fn newer(what: &str, version: &str) -> String {
 }
 
 /// The syntax finding for the whole script: at most one, the earliest.
-pub(super) fn check(_tree: &Tree, facts: &Facts<'_>, src: &str) -> Vec<ScriptFinding> {
+pub(super) fn check(facts: &Facts<'_>, src: &str) -> Vec<ScriptFinding> {
     // On a tie the candidate offered first stays: the specific ones go before the parser's.
     let mut best = facts.syntax.certain.clone();
     // The tree is trustworthy up to the first place the parser had to recover.
@@ -117,6 +117,19 @@ pub(super) struct Candidates {
     /// the first place the parser had to recover from an error that shape is a guess, so these
     /// only count before it.
     shape: Vec<ScriptFinding>,
+}
+
+impl Candidates {
+    /// Adds the candidates of the script's next part: each kept only if it starts earlier, as
+    /// when one walk offers them in order.
+    pub(super) fn append(&mut self, next: Candidates) {
+        for found in next.certain {
+            offer(&mut self.certain, found);
+        }
+        for found in next.shape {
+            offer(&mut self.shape, found);
+        }
+    }
 }
 
 /// Per-node checks, called by the walk with the node's context and ancestors.

@@ -954,3 +954,146 @@ fn a_script_another_thread_is_analysing_is_left_for_later() {
     assert_eq!(found[0].rule, RULE_IMPORT);
     assert_eq!(check_script_unless_busy(script), Some(found));
 }
+
+/// What `script` gives when parsed in two parts cut at `at`, against the whole parse.
+fn parts_and_whole(script: &str, at: usize) -> (Vec<ScriptFinding>, Vec<ScriptFinding>) {
+    let parts = analysed_cut(script, Some(at)).0;
+    let whole = analysed_cut(script, None).0;
+    (parts, whole)
+}
+
+/// Whether the two parts alone decide the findings (no fallback to the whole parse).
+fn parts_suffice(script: &str, at: usize) -> bool {
+    let first = parse(&script[..at], None).unwrap();
+    let second = parse(script, Some(at)).unwrap();
+    findings_of(&[first, second], script, true).is_some()
+}
+
+/// A clean script cut at any place `split` offers gives what the whole parse gives, from
+/// the parts alone: the second part keeps the whole script's positions, and a name bound in
+/// one part is resolved in the other.
+#[test]
+fn a_clean_script_in_two_parts_reads_as_the_whole() {
+    let cuts: Vec<usize> = split::cuts(CLEAN).collect();
+    assert!(cuts.len() >= 10, "{cuts:?}");
+    for &at in &cuts {
+        let (parts, whole) = parts_and_whole(CLEAN, at);
+        assert_eq!(parts, whole, "cut at byte {at}");
+        assert!(parts_suffice(CLEAN, at), "cut at byte {at}");
+    }
+    // A finding in the second part that needs a binding from the first: the path is bound at
+    // module level before the cut and used in a function after it.
+    let at = split::cut(CLEAN).unwrap();
+    let script = format!(
+        "{}PROBE_PATH = \"/api/v1/namespaces/team/secrets\"\n\n{}\ndef probe():\n    return api(\"GET\", PROBE_PATH)\n",
+        &CLEAN[..at],
+        &CLEAN[at..]
+    );
+    let at = split::cut(&script).unwrap();
+    assert!(script[..at].contains("PROBE_PATH =") && script[at..].contains("def probe"));
+    let (parts, whole) = parts_and_whole(&script, at);
+    assert!(parts_suffice(&script, at));
+    assert_eq!(parts, whole);
+    let listed: Vec<usize> = parts
+        .iter()
+        .filter(|f| f.rule == RULE_METHOD)
+        .map(|f| f.start_line)
+        .collect();
+    assert_eq!(listed.len(), 1, "{parts:#?}");
+    assert!(
+        script
+            .lines()
+            .nth(listed[0])
+            .unwrap()
+            .contains("PROBE_PATH)")
+    );
+}
+
+/// Broken scripts, and text that only looks like a place to cut, give what the whole parse
+/// gives at every cut offered: a part with a syntax problem sends the analysis back to the
+/// whole script, so the finding is the whole parse's, in its place.
+#[test]
+fn a_broken_script_in_two_parts_reads_as_the_whole() {
+    let at = split::cut(CLEAN).unwrap();
+    let (before, after) = CLEAN.split_at(at);
+    let around = [
+        // A definition at column 0 inside a string: a cut there is inside the string.
+        ("NOTE = '''\ndef not_code():\n    pass\n'''\n", ""),
+        ("", "HELP = \"\"\"\nclass Nothing:\n\"\"\"\n"),
+        // Left open before the cut.
+        ("x = (1,\n", ""),
+        ("if x:\n", ""),
+        ("y = 1 + \\\n", ""),
+        ("s = 'unterminated\n", ""),
+        // Decorated: the cut may not fall between the decorator and its definition.
+        ("@staticmethod\n# note\n", ""),
+        // Problems on either side.
+        ("print 'python 2'\n", ""),
+        ("", "return 5\n"),
+        ("", "import requests\n"),
+        (
+            "",
+            "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n",
+        ),
+        ("", "match x:\n    case 1:\n        pass\n"),
+        ("", "def t():\n\tif x:\n        pass\n"),
+        ("", "else:\n    pass\n"),
+        ("\0", ""),
+    ];
+    for (end_of_first, start_of_second) in around {
+        let script = format!("{before}{end_of_first}{start_of_second}{after}");
+        let cuts: Vec<usize> = split::cuts(&script).collect();
+        assert!(!cuts.is_empty());
+        for at in cuts {
+            let (parts, whole) = parts_and_whole(&script, at);
+            assert_eq!(
+                parts, whole,
+                "{end_of_first:?} / {start_of_second:?}, cut at {at}"
+            );
+        }
+    }
+}
+
+/// Every create.py among the fixtures, cut where the analysis would cut it.
+#[test]
+fn every_fixture_program_in_two_parts_reads_as_the_whole() {
+    let mut scripts = std::collections::BTreeSet::new();
+    let mut pending = vec![std::path::PathBuf::from("fixtures")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml") {
+                // Some fixtures are not UTF-8 on purpose; they hold no program to cut.
+                let Ok(text) = String::from_utf8(std::fs::read(&path).unwrap()) else {
+                    continue;
+                };
+                for parsed in crate::load::yaml::parse(&text) {
+                    if let crate::load::yaml::Parsed::Document(doc) = parsed
+                        && let Some(script) = doc
+                            .root
+                            .at(&["data", "create.py"])
+                            .and_then(crate::load::yaml::Node::as_str)
+                    {
+                        scripts.insert(script.to_string());
+                    }
+                }
+            }
+        }
+    }
+    let cut: Vec<(&String, usize)> = scripts
+        .iter()
+        .filter_map(|s| Some((s, split::cut(s)?)))
+        .collect();
+    assert!(
+        cut.len() >= 10,
+        "{} of {} scripts cut",
+        cut.len(),
+        scripts.len()
+    );
+    for (script, at) in cut {
+        let (parts, whole) = parts_and_whole(script, at);
+        assert_eq!(parts, whole, "cut at {at} of:\n{script}");
+    }
+}

@@ -66,6 +66,23 @@ pub(super) struct Facts<'t> {
 }
 
 impl<'t> Facts<'t> {
+    /// Adds the facts of the script's next part, as if one walk had gone on into it.
+    pub(super) fn append(&mut self, next: Facts<'t>) {
+        self.imports.extend(next.imports);
+        self.calls.extend(next.calls);
+        self.strings.extend(next.strings);
+        for (key, binding) in next.bindings {
+            self.bindings
+                .entry(key)
+                .and_modify(|b| *b = Binding::Many)
+                .or_insert(binding);
+        }
+        self.syntax.append(next.syntax);
+        self.first_error = self.first_error.or(next.first_error);
+        self.first_missing = self.first_missing.or(next.first_missing);
+        self.brackets.extend(next.brackets);
+    }
+
     fn bind(&mut self, scope: usize, name: &str, value: Option<Node<'t>>) {
         let entry = self.bindings.entry((scope, name.to_string()));
         match (entry, value) {
@@ -98,8 +115,9 @@ impl<'t> Facts<'t> {
     }
 }
 
-pub(super) fn collect<'t>(tree: &'t Tree, src: &str) -> Facts<'t> {
-    let mut facts = Facts::default();
+/// Adds what `tree` holds to `facts`; a script parsed in parts is collected part by part, in
+/// order.
+pub(super) fn collect<'t>(tree: &'t Tree, src: &str, facts: &mut Facts<'t>) {
     let mut cursor = tree.walk();
     let mut stack: Vec<Frame<'t>> = Vec::new();
     loop {
@@ -109,7 +127,7 @@ pub(super) fn collect<'t>(tree: &'t Tree, src: &str) -> Facts<'t> {
             top.via = field;
         }
         let ctx = stack.last().map_or_else(Ctx::default, child_ctx);
-        visit(node, ctx, &stack, src, &mut facts);
+        visit(node, ctx, &stack, src, facts);
         if cursor.goto_first_child() {
             stack.push(Frame {
                 node,
@@ -123,7 +141,7 @@ pub(super) fn collect<'t>(tree: &'t Tree, src: &str) -> Facts<'t> {
                 break;
             }
             if !cursor.goto_parent() {
-                return facts;
+                return;
             }
             stack.pop();
         }
