@@ -283,7 +283,7 @@ pub(crate) fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 pub fn main() -> ExitCode {
     // Started before the arguments are parsed, so that the thread is running by the time
     // `check` has a pre-commit file's program for it.
-    let spare = crate::common::spare::Spare::start("credlint-prewarm");
+    let spare = crate::common::spare::Spare::start(crate::lint::checks::runtime::PREWARM_THREAD);
     let matches = Cli::command().get_matches();
     let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,

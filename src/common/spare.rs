@@ -52,13 +52,11 @@ impl Spare {
         Some(Spare { jobs, thread })
     }
 
-    /// Runs `job` on the spare thread and returns the thread, or gives `job` back when the
-    /// thread is gone (it cannot be, short of a panic before the job arrived).
-    pub fn run(self, job: Job) -> Result<JoinHandle<()>, Job> {
-        match self.jobs.send(job) {
-            Ok(()) => Ok(self.thread),
-            Err(unsent) => Err(unsent.0),
-        }
+    /// Runs `job` on the spare thread and returns the thread; `None` when the thread is gone
+    /// (it cannot be, short of a panic before the job arrived), and the job with it.
+    pub fn run(self, job: Job) -> Option<JoinHandle<()>> {
+        self.jobs.send(job).ok()?;
+        Some(self.thread)
     }
 }
 
@@ -75,7 +73,6 @@ mod tests {
                 tell.send(std::thread::current().name().map(str::to_string))
                     .unwrap();
             }))
-            .ok()
             .unwrap();
         thread.join().unwrap();
         assert_eq!(told.recv().unwrap().as_deref(), Some("credlint-test-spare"));
@@ -96,7 +93,6 @@ mod tests {
                 };
                 tell.send(blocked).unwrap();
             }))
-            .ok()
             .unwrap();
         thread.join().unwrap();
         assert!(told.recv().unwrap());

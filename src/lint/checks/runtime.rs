@@ -99,6 +99,9 @@ pub enum CacheState {
     Later(std::sync::mpsc::Receiver<Option<Cached>>),
 }
 
+/// The prewarm thread's name, also given to the spare thread `main` starts for it.
+pub const PREWARM_THREAD: &str = "credlint-prewarm";
+
 /// Inputs up to this size are read twice so their programs can be checked early.
 const PREWARM_BYTES: usize = 1024 * 1024;
 
@@ -108,8 +111,8 @@ const PREWARM_BYTES: usize = 1024 * 1024;
 /// and linting finds the result cached (or waits for it, never repeating it). Larger inputs are
 /// left alone: there the cache is warm after the first bundle anyway. A file the cache holds
 /// (given its display name and bytes) is skipped: linting will not read it. The work runs on
-/// `spare` when given (a thread started with the program), else on a new thread. The thread,
-/// if one ran it, is returned for tests to join; the run itself never waits for it.
+/// `spare` when given (a thread started with the program), else on one started here. The
+/// thread, if one ran it, is returned for tests to join; the run itself never waits for it.
 pub fn prewarm(
     files: &[crate::load::input::InputFile],
     cache: CacheState,
@@ -151,18 +154,10 @@ pub fn prewarm(
             }
         }
     });
-    let job = match spare {
-        Some(spare) => match spare.run(job) {
-            Ok(thread) => return Some(thread),
-            Err(job) => job,
-        },
-        None => job,
-    };
-    std::thread::Builder::new()
-        .name("credlint-prewarm".into())
-        .spawn(job)
-        // Without the thread, linting checks the programs itself.
-        .ok()
+    // Without a thread, linting checks the programs itself.
+    spare
+        .or_else(|| crate::common::spare::Spare::start(PREWARM_THREAD))?
+        .run(job)
 }
 
 /// The create.py programs of a file's ConfigMaps. Only the documents that can hold one are

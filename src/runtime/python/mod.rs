@@ -89,10 +89,10 @@
 //! bundles) in a thread-safe cache bounded in entries and bytes. Scripts over 8 MiB are not parsed (a
 //! ConfigMap holds at most 1 MiB) and parsing stops after 60 s: either is one `runtime-syntax`
 //! finding saying the script was not checked. Every walk over the tree is iterative, so deep
-//! nesting cannot exhaust the stack. A script over 4 KiB is parsed in two parts, cut where a
-//! top-level definition starts near its middle, and a thread waiting for its findings parses
-//! the second part (`split.rs`); a part with any syntax problem sends it back to one whole
-//! parse, so the findings are those of the whole script either way.
+//! nesting cannot exhaust the stack. A script over 4 KiB is parsed and walked in two parts on
+//! two threads, cut where a top-level definition starts near its middle (`split.rs`); a part
+//! with any syntax problem sends it back to one whole parse, so the findings are those of the
+//! whole script either way.
 
 mod imports;
 mod methods;
@@ -299,7 +299,7 @@ fn analysed_cut(script: &str, cut: Option<usize>) -> (Vec<ScriptFinding>, Vec<Tr
             return (out_of_time(), Vec::new());
         };
         let trees = [first, second];
-        if let Some(findings) = findings_of(&trees, script, true) {
+        if let Some(findings) = findings_of(&trees, script) {
             return (findings, trees.into());
         }
         // A syntax problem in a part: the whole parse says what it is, and where.
@@ -308,13 +308,14 @@ fn analysed_cut(script: &str, cut: Option<usize>) -> (Vec<ScriptFinding>, Vec<Tr
         return (out_of_time(), Vec::new());
     };
     let trees = [tree];
-    let findings = findings_of(&trees, script, false).unwrap_or_default();
+    let findings = findings_of(&trees, script).unwrap_or_default();
     (findings, trees.into())
 }
 
 /// The findings of a script parsed as `trees` (one, or its two parts in order); `None` when a
-/// part has a syntax problem (`in_parts`), whose finding only the whole parse can place.
-fn findings_of(trees: &[Tree], script: &str, in_parts: bool) -> Option<Vec<ScriptFinding>> {
+/// part has a syntax problem, whose finding only the whole parse can place.
+fn findings_of(trees: &[Tree], script: &str) -> Option<Vec<ScriptFinding>> {
+    let in_parts = trees.len() > 1;
     if in_parts && trees.iter().any(|t| t.root_node().has_error()) {
         return None;
     }

@@ -11,7 +11,8 @@
 //! not parse cleanly, and the caller parses the whole script instead, so findings never
 //! depend on the cut.
 
-/// Shorter scripts are parsed whole: the hand-over costs more than half a small parse.
+/// Shorter scripts are parsed whole: starting the second thread costs about as much as the
+/// half of a small parse it saves.
 const MIN_SPLIT_BYTES: usize = 4 * 1024;
 
 /// Where the second part starts: a byte offset just after a line break, or `None` when the

@@ -966,7 +966,7 @@ fn parts_and_whole(script: &str, at: usize) -> (Vec<ScriptFinding>, Vec<ScriptFi
 fn parts_suffice(script: &str, at: usize) -> bool {
     let first = parse(&script[..at], None).unwrap();
     let second = parse(script, Some(at)).unwrap();
-    findings_of(&[first, second], script, true).is_some()
+    findings_of(&[first, second], script).is_some()
 }
 
 /// A clean script cut at any place `split` offers gives what the whole parse gives, from
