@@ -1,9 +1,9 @@
 //! A thread started as the program starts, before the command line is parsed, for the one job
-//! that wants a head start (the create.py analysis of a pre-commit hook's file). Starting a
-//! thread is not free: its signal stack and the C allocator's arena are mapped while the main
-//! thread faults in its own pages, and on a busy machine the first instruction of the new
-//! thread ran a millisecond after the spawn. Started early, that overlaps parsing the command
-//! line instead of delaying the job.
+//! that wants a head start (the create.py analysis of a pre-commit hook's file,
+//! `cli::head_start`). Starting a thread is not free: its signal stack and the C allocator's
+//! arena are mapped while the main thread faults in its own pages, and on a busy machine the
+//! first instruction of the new thread ran a millisecond after the spawn. Started first, the
+//! thread is running by the time the job is ready for it.
 
 use std::sync::mpsc::{Sender, channel};
 use std::thread::JoinHandle;

@@ -99,7 +99,7 @@ pub enum CacheState {
     Later(std::sync::mpsc::Receiver<Option<Cached>>),
 }
 
-/// The prewarm thread's name, also given to the spare thread `main` starts for it.
+/// The prewarm thread's name, also given to the spare thread `check`'s head start begins with.
 pub const PREWARM_THREAD: &str = "credlint-prewarm";
 
 /// Inputs up to this size are read twice so their programs can be checked early.
