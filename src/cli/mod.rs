@@ -279,11 +279,34 @@ pub(crate) fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The program: parses the command line (keeping where each `--format` and `--output-file`
-/// stood, to pair them) and runs it.
+/// The program: a `check` that names files analyses their programs on this thread while the
+/// rest runs on another ([`head_start`]); every command line is parsed and run by
+/// [`parse_and_run`].
 pub fn main() -> ExitCode {
-    // Before the arguments are parsed, which would delay it by 0.5 ms.
-    let head_start = head_start::HeadStart::begin(std::env::args_os());
+    let (head_start, analysis) = head_start::HeadStart::plan(std::env::args_os());
+    let Some(analysis) = analysis else {
+        return parse_and_run(head_start);
+    };
+    // The analysis runs here, the rest on a new thread ([`head_start`]), with the stack a main
+    // thread has.
+    let rest = std::thread::Builder::new()
+        .name("credlint-check".into())
+        .stack_size(8 * 1024 * 1024)
+        .spawn(move || parse_and_run(head_start));
+    match rest {
+        Ok(rest) => {
+            analysis();
+            rest.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        }
+        // No thread to be had: linting analyses the programs itself.
+        Err(_) => parse_and_run(head_start::HeadStart::default()),
+    }
+}
+
+/// Parses the command line (keeping where each `--format` and `--output-file` stood, to pair
+/// them) and runs it.
+fn parse_and_run(head_start: head_start::HeadStart) -> ExitCode {
     let matches = Cli::command().get_matches();
     let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,

@@ -1,7 +1,6 @@
 //! Helpers with users in more than one stage; below every stage, importing none of them.
 
 pub mod sha256;
-pub mod spare;
 pub mod wordhash;
 
 /// `bytes` in lower-case hexadecimal, two digits a byte (a cache entry's name, a Job-name

@@ -99,31 +99,25 @@ pub enum CacheState {
     Later(std::sync::mpsc::Receiver<Option<Cached>>),
 }
 
-/// The prewarm thread's name, also given to the spare thread `check`'s head start begins with.
-pub const PREWARM_THREAD: &str = "credlint-prewarm";
+/// Work for another thread.
+pub type Job = Box<dyn FnOnce() + Send>;
 
 /// Inputs up to this size are read twice so their programs can be checked early.
 const PREWARM_BYTES: usize = 1024 * 1024;
 
-/// Starts the static checks of every create.py in `files` on a thread of its own, where the
+/// The static checks of every create.py in `files`, as a job to run beside linting, where the
 /// inputs are small (a pre-commit hook's few files): the analysis, the largest cost of such a
 /// run, then overlaps reading the settings, compiling the rules and linting the other objects,
 /// and linting finds the result cached (or waits for it, never repeating it). Larger inputs are
-/// left alone: there the cache is warm after the first bundle anyway. A file the cache holds
-/// (given its display name and bytes) is skipped: linting will not read it. The work runs on
-/// `spare` when given (a thread started with the program), else on one started here. The
-/// thread, if one ran it, is returned for tests to join; the run itself never waits for it.
-pub fn prewarm(
-    files: &[crate::load::input::InputFile],
-    cache: CacheState,
-    spare: Option<crate::common::spare::Spare>,
-) -> Option<std::thread::JoinHandle<()>> {
+/// left alone (`None`): there the cache is warm after the first bundle anyway. A file the cache
+/// holds (given its display name and bytes) is skipped: linting will not read it.
+pub fn prewarm(files: &[crate::load::input::InputFile], cache: CacheState) -> Option<Job> {
     let files = files.to_vec();
     let sizes: Option<usize> = files.iter().map(crate::load::input::size).sum();
     if files.is_empty() || sizes.is_none_or(|total| total > PREWARM_BYTES) {
         return None;
     }
-    let job: crate::common::spare::Job = Box::new(move || {
+    Some(Box::new(move || {
         let (mut pending, mut held) = match cache {
             CacheState::None => (None, None),
             CacheState::Later(opened) => (Some(opened), None),
@@ -153,11 +147,7 @@ pub fn prewarm(
                 crate::runtime::python::check_script(script);
             }
         }
-    });
-    // Without a thread, linting checks the programs itself.
-    spare
-        .or_else(|| crate::common::spare::Spare::start(PREWARM_THREAD))?
-        .run(job)
+    }))
 }
 
 /// The create.py programs of a file's ConfigMaps. Only the documents that can hold one are
@@ -232,15 +222,16 @@ mod tests {
         let known = crate::runtime::python::is_known;
 
         let (file, script) = bundle_file(&dir, "no-cache");
-        prewarm(std::slice::from_ref(&file), CacheState::None, None)
-            .unwrap()
+        std::thread::spawn(prewarm(std::slice::from_ref(&file), CacheState::None).unwrap())
             .join()
             .unwrap();
         assert!(known(&script));
 
         let (file, script) = bundle_file(&dir, "held");
         let (tell, ask) = std::sync::mpsc::channel();
-        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask), None).unwrap();
+        let thread = std::thread::spawn(
+            prewarm(std::slice::from_ref(&file), CacheState::Later(ask)).unwrap(),
+        );
         let shown = file.display.clone();
         tell.send(Some(
             Box::new(move |name: &str, bytes: &[u8]| name == shown && !bytes.is_empty()) as Cached,
@@ -251,7 +242,9 @@ mod tests {
 
         let (file, script) = bundle_file(&dir, "not-held");
         let (tell, ask) = std::sync::mpsc::channel();
-        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask), None).unwrap();
+        let thread = std::thread::spawn(
+            prewarm(std::slice::from_ref(&file), CacheState::Later(ask)).unwrap(),
+        );
         tell.send(Some(Box::new(|_: &str, _: &[u8]| false) as Cached))
             .unwrap();
         thread.join().unwrap();
@@ -259,7 +252,9 @@ mod tests {
 
         let (file, script) = bundle_file(&dir, "never-told");
         let (tell, ask) = std::sync::mpsc::channel::<Option<Cached>>();
-        let thread = prewarm(std::slice::from_ref(&file), CacheState::Later(ask), None).unwrap();
+        let thread = std::thread::spawn(
+            prewarm(std::slice::from_ref(&file), CacheState::Later(ask)).unwrap(),
+        );
         drop(tell);
         thread.join().unwrap();
         assert!(!known(&script));
