@@ -7,10 +7,14 @@
 //! came 1 to 1.7 ms after the spawn while the spawning thread stayed busy (on this 2-core
 //! virtual machine; 0.1 ms when the spawner waited). So the thread that is already running
 //! analyses, and the rest of `check`, which has that much time to spare, goes to a new thread
-//! (`cli::main`). The raw arguments are read loosely: every argument after `check`
-//! that is a regular file counts, including the value of an option such as `--policy p.yaml`.
-//! That costs nothing but a read: the analysis is a memo keyed by the program's text, which
-//! linting takes up if, and only if, a file it lints holds that program.
+//! (`cli::main`); the process ends when both are done. A run that ends without linting (a
+//! usage error `check` finds itself) still waits for the analysis, which the 1 MiB bound on
+//! the files read ahead keeps short.
+//!
+//! The raw arguments are read loosely: every argument after `check` that is a regular file
+//! counts, including the value of an option such as `--policy p.yaml`. That costs nothing but
+//! a read: the analysis is a memo keyed by the program's text, which linting takes up if, and
+//! only if, a file it lints holds that program.
 
 use crate::lint::checks::runtime::{CacheState, Cached, Job, prewarm};
 use crate::load::input::{InputFile, Origin, display_path};

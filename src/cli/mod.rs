@@ -397,7 +397,7 @@ fn check(args: CheckArgs, head_start: head_start::HeadStart) -> ExitCode {
         no_inline_ignores: false,
     };
     // The files named on the command line (a pre-commit hook's) have had their programs
-    // analysed on a thread of their own since the program started (`head_start`); it waits to
+    // analysed on the program's first thread since it started (`head_start`), which waits to
     // learn which files the cache holds, once it is open.
     let cache_dir = crate::cache::folder(args.cache_dir.as_deref(), args.no_cache);
     let tell_prewarm = head_start.cache;
