@@ -99,14 +99,21 @@ mod tests {
             .into_iter()
     }
 
+    /// A folder holding one small manifest, `a.yaml`, and that file's path.
+    fn a_file(tag: &str) -> (crate::testkit::temp::TempDir, String) {
+        let dir = crate::testkit::temp::TempDir::new(tag);
+        let a = dir.join("a.yaml");
+        std::fs::write(&a, "kind: ConfigMap\n").unwrap();
+        let a = a.to_str().unwrap().to_string();
+        (dir, a)
+    }
+
     /// The files named, with the same display name linting gives them, and `--no-cache` seen
     /// only as an option: after `--` it is a path, and standard input (`-`) is no file.
     #[test]
     fn the_named_files_and_the_cache_flag_are_read_from_the_raw_arguments() {
-        let dir = crate::testkit::temp::TempDir::new("credlint-head-start");
-        let a = dir.join("a.yaml");
-        std::fs::write(&a, "kind: ConfigMap\n").unwrap();
-        let a = a.to_str().unwrap();
+        let (dir, a) = a_file("credlint-head-start");
+        let a = a.as_str();
         let missing = dir.join("missing.yaml");
         let missing = missing.to_str().unwrap();
         let folder = dir.to_str().unwrap();
@@ -142,10 +149,8 @@ mod tests {
     /// with `--no-cache` the analysis waits for no answer from the cache.
     #[test]
     fn only_a_check_naming_a_file_starts_the_analysis() {
-        let dir = crate::testkit::temp::TempDir::new("credlint-head-start-begin");
-        let a = dir.join("a.yaml");
-        std::fs::write(&a, "kind: ConfigMap\n").unwrap();
-        let a = a.to_str().unwrap();
+        let (_dir, a) = a_file("credlint-head-start-begin");
+        let a = a.as_str();
         let begun = |line: &[&str]| {
             let (head, job) = HeadStart::plan(args(line));
             assert_eq!(head.started, job.is_some());
