@@ -4,8 +4,8 @@
 //! That analysis (tree-sitter's parse and the checks over the tree) is the longest chain of a
 //! pre-commit hook's run, and parsing the command line alone took 0.5 ms of a 10-object file's
 //! run before it could start. A new thread was no better place for it: its first instruction
-//! came 1 to 1.7 ms after the spawn while the spawning thread stayed busy (on this 2-core
-//! virtual machine; 0.1 ms when the spawner waited). So the thread that is already running
+//! came 1 to 1.7 ms after the spawn while the spawning thread stayed busy (measured on a
+//! 2-core virtual machine; 0.1 ms when the spawner waited). So the thread that is already running
 //! analyses, and the rest of `check`, which has that much time to spare, goes to a new thread
 //! (`cli::main`); the process ends when both are done. A run that ends without linting (a
 //! usage error `check` finds itself) still waits for the analysis, which the 1 MiB bound on
@@ -22,6 +22,11 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::mpsc::{Sender, channel};
 
+/// The subcommand and the flag read from the raw arguments, as clap spells them (a test holds
+/// them to clap's definition).
+const CHECK: &str = "check";
+const NO_CACHE: &str = "--no-cache";
+
 /// What `check` has to finish of the head start.
 #[derive(Default)]
 pub struct HeadStart {
@@ -29,18 +34,16 @@ pub struct HeadStart {
     /// that before it analyses anything. `None` when nothing was started or the line says
     /// `--no-cache` (then every program is analysed at once).
     pub cache: Option<Sender<Option<Cached>>>,
-    /// Whether there is an analysis (with `--no-cache`, `cache` is `None` either way).
-    pub started: bool,
 }
 
 impl HeadStart {
-    /// The analysis to run when `argv` (the program's name first) is a `check` command that
-    /// names at least one file, and what `check` has to finish of it; any other command has
-    /// none.
-    pub fn plan(argv: impl IntoIterator<Item = OsString>) -> (HeadStart, Option<Job>) {
+    /// What `check` has to finish of the head start, and the analysis to run, when `argv` (the
+    /// program's name first) is a `check` command that names at least one file; `None` for any
+    /// other command line.
+    pub fn plan(argv: impl IntoIterator<Item = OsString>) -> Option<(HeadStart, Job)> {
         let mut argv = argv.into_iter().skip(1);
-        if argv.next().is_none_or(|command| command != "check") {
-            return (HeadStart::default(), None);
+        if argv.next()? != CHECK {
+            return None;
         }
         let (files, no_cache) = named(argv);
         let (state, cache) = if no_cache {
@@ -49,16 +52,7 @@ impl HeadStart {
             let (tell, ask) = channel();
             (CacheState::Later(ask), Some(tell))
         };
-        match prewarm(&files, state) {
-            Some(job) => (
-                HeadStart {
-                    cache,
-                    started: true,
-                },
-                Some(job),
-            ),
-            None => (HeadStart::default(), None),
-        }
+        prewarm(&files, state).map(|job| (HeadStart { cache }, job))
     }
 }
 
@@ -74,7 +68,7 @@ fn named(args: impl Iterator<Item = OsString>) -> (Vec<InputFile>, bool) {
             continue;
         }
         if options && arg.as_encoded_bytes().starts_with(b"-") {
-            no_cache |= arg == "--no-cache";
+            no_cache |= arg == NO_CACHE;
             continue;
         }
         let path = PathBuf::from(arg);
@@ -151,10 +145,9 @@ mod tests {
     fn only_a_check_naming_a_file_starts_the_analysis() {
         let (_dir, a) = a_file("credlint-head-start-begin");
         let a = a.as_str();
-        let begun = |line: &[&str]| {
-            let (head, job) = HeadStart::plan(args(line));
-            assert_eq!(head.started, job.is_some());
-            (head.started, head.cache.is_some())
+        let begun = |line: &[&str]| match HeadStart::plan(args(line)) {
+            Some((head, _job)) => (true, head.cache.is_some()),
+            None => (false, false),
         };
         assert_eq!(begun(&["credlint", "simulate", a]), (false, false));
         assert_eq!(
@@ -166,5 +159,21 @@ mod tests {
             (true, false)
         );
         assert_eq!(begun(&["credlint", "check", a]), (true, true));
+    }
+
+    /// The raw arguments are read with clap's own names: renaming the subcommand or the flag
+    /// there without here would quietly end the head start.
+    #[test]
+    fn the_names_read_raw_are_clap_s() {
+        use clap::CommandFactory;
+        let cli = crate::cli::Cli::command();
+        let check = cli
+            .find_subcommand(CHECK)
+            .expect("clap has the check subcommand");
+        assert!(
+            check
+                .get_arguments()
+                .any(|a| a.get_long().map(|l| format!("--{l}")).as_deref() == Some(NO_CACHE))
+        );
     }
 }

@@ -283,9 +283,8 @@ pub(crate) fn usage_error(message: impl std::fmt::Display) -> ExitCode {
 /// rest runs on another ([`head_start`]); every command line is parsed and run by
 /// [`parse_and_run`].
 pub fn main() -> ExitCode {
-    let (head_start, analysis) = head_start::HeadStart::plan(std::env::args_os());
-    let Some(analysis) = analysis else {
-        return parse_and_run(head_start);
+    let Some((head_start, analysis)) = head_start::HeadStart::plan(std::env::args_os()) else {
+        return parse_and_run(head_start::HeadStart::default());
     };
     // The analysis runs here, the rest on a new thread ([`head_start`]), with the stack a main
     // thread has.

@@ -93,13 +93,13 @@ pub type Cached = Box<dyn Fn(&str, &[u8]) -> bool + Send>;
 pub enum CacheState {
     /// The run has no cache: every program is analysed.
     None,
-    /// The cache opens later (its keys depend on the settings, which are read while this
-    /// thread starts): `None` received means no cache after all; a closed channel, that the
+    /// The cache opens later (its keys depend on the settings, which are read while the
+    /// analysis begins): `None` received means no cache after all; a closed channel, that the
     /// run ended before linting (a usage error), so nothing is analysed.
     Later(std::sync::mpsc::Receiver<Option<Cached>>),
 }
 
-/// Work for another thread.
+/// The analysis, for the caller to run on the thread it chooses.
 pub type Job = Box<dyn FnOnce() + Send>;
 
 /// Inputs up to this size are read twice so their programs can be checked early.
