@@ -287,11 +287,13 @@ pub fn main() -> ExitCode {
         return parse_and_run(head_start::HeadStart::default());
     };
     // The analysis runs here, the rest on a new thread ([`head_start`]), with the stack a main
-    // thread has.
-    let rest = std::thread::Builder::new()
-        .name("credlint-check".into())
-        .stack_size(8 * 1024 * 1024)
-        .spawn(move || parse_and_run(head_start));
+    // thread has, started on the other CPU ([`crate::common::place`]).
+    let rest = crate::common::place::spawn(
+        std::thread::Builder::new()
+            .name("credlint-check".into())
+            .stack_size(8 * 1024 * 1024),
+        move || parse_and_run(head_start),
+    );
     match rest {
         Ok(rest) => {
             analysis();
@@ -659,12 +661,13 @@ pub(crate) fn compile_while<T>(
     let engine = std::sync::Arc::new(Engine::deferred(options));
     let compiling = std::sync::Arc::clone(&engine);
     // No thread to be had: the first file that needs the rules compiles them.
-    let _ = std::thread::Builder::new()
-        .name("credlint-rules".into())
-        .spawn(move || {
+    let _ = crate::common::place::spawn(
+        std::thread::Builder::new().name("credlint-rules".into()),
+        move || {
             // A failure is met again, and reported, by the first file that needs the rules.
             let _ = compiling.compiled();
-        });
+        },
+    );
     (walk(), engine)
 }
 

@@ -1,5 +1,6 @@
 //! Helpers with users in more than one stage; below every stage, importing none of them.
 
+pub mod place;
 pub mod sha256;
 pub mod wordhash;
 
