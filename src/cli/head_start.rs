@@ -5,11 +5,12 @@
 //! pre-commit hook's run, and parsing the command line alone took 0.5 ms of a 10-object file's
 //! run before it could start. A new thread was no better place for it: its first instruction
 //! came 1 to 1.7 ms after the spawn while the spawning thread stayed busy (measured on a
-//! 2-core virtual machine; 0.1 ms when the spawner waited). So the thread that is already running
-//! analyses, and the rest of `check`, which has that much time to spare, goes to a new thread
-//! (`cli::main`); the process ends when both are done. A run that ends without linting (a
-//! usage error `check` finds itself) still waits for the analysis, which the 1 MiB bound on
-//! the files read ahead keeps short.
+//! 2-core virtual machine; 0.1 ms when the spawner waited: Linux had queued it behind its
+//! spawner, see [`crate::common::place`]). So the thread that is already running analyses, and
+//! the rest of `check`, which has that much time to spare, goes to a new thread started on the
+//! other CPU (`cli::main`); the process ends when both are done. A run that ends without
+//! linting (a usage error `check` finds itself) still waits for the analysis, which the 1 MiB
+//! bound on the files read ahead keeps short.
 //!
 //! The raw arguments are read loosely: every argument after `check` that is a regular file
 //! counts, including the value of an option such as `--policy p.yaml`. That costs nothing but

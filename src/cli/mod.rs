@@ -622,7 +622,17 @@ fn lint(
     if paths.iter().filter(|p| is_stdin(p)).count() > 1 {
         return Err(usage_error("standard input (`-`) can be read only once"));
     }
-    let (collected, engine) = compile_while(options, || input::collect(&paths, exclude));
+    // Only a folder to walk, or standard input to wait for, leaves time to compile the rules
+    // in: a run of named files compiles them when the first file needs them, so a warm run
+    // whose files the cache holds does not compile them at all.
+    let (collected, engine) = if paths.iter().all(|p| !is_stdin(p) && p.is_file()) {
+        (
+            input::collect(&paths, exclude),
+            std::sync::Arc::new(Engine::deferred(options)),
+        )
+    } else {
+        compile_while(options, || input::collect(&paths, exclude))
+    };
     let input::Collected {
         files,
         errors,
