@@ -500,8 +500,13 @@ pub fn read_bounded_seen(path: &Path, limit: u64) -> Result<(Vec<u8>, Metadata),
     // Counted before the buffer is made, so a large file is read under the large-run policy.
     count_read(expected);
     let mut bytes = vec![0; expected + 1];
-    let mut filled = 0;
+    let mut filled = read_in_parts(&file, &mut bytes[..expected]).map_err(|e| describe_io(&e))?;
     let mut file = file;
+    if filled > 0 {
+        // The parts were read at their offsets; reading on starts where they ended.
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(filled as u64))
+            .map_err(|e| describe_io(&e))?;
+    }
     let ended = loop {
         match file.read(&mut bytes[filled..]) {
             Ok(0) => break true,
@@ -528,6 +533,52 @@ pub fn read_bounded_seen(path: &Path, limit: u64) -> Result<(Vec<u8>, Metadata),
         return Err(too_large(limit));
     }
     Ok((bytes, meta))
+}
+
+/// A file this large, read on a worker of the engine's pool, is read in parts at once.
+const PARALLEL_READ_BYTES: usize = 16 << 20;
+
+/// Reads the start of `file` into `buffer` in parts, one per thread of the engine's pool, each
+/// at its own offset: the page faults of a fresh buffer were most of reading an 84 MB file, the
+/// other threads idle meanwhile (nothing of a file can be linted before it is read). Returns
+/// how many bytes from the start were read: 0 off the pool or for a smaller file (the caller
+/// reads it whole), short of `buffer.len()` when the file shrank meanwhile (the caller reads on
+/// and sees its end).
+fn read_in_parts(file: &std::fs::File, buffer: &mut [u8]) -> std::io::Result<usize> {
+    use rayon::prelude::*;
+    use std::os::unix::fs::FileExt;
+    let threads = rayon::current_num_threads();
+    if buffer.len() < PARALLEL_READ_BYTES || threads < 2 || rayon::current_thread_index().is_none()
+    {
+        return Ok(0);
+    }
+    // Whole pages per part, so that no page is faulted in by two threads.
+    let part = buffer.len().div_ceil(threads).next_multiple_of(4096);
+    let counts: Vec<usize> = buffer
+        .par_chunks_mut(part)
+        .enumerate()
+        .map(|(i, chunk)| {
+            let mut done = 0;
+            while done < chunk.len() {
+                match file.read_at(&mut chunk[done..], (i * part + done) as u64) {
+                    Ok(0) => break,
+                    Ok(n) => done += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(done)
+        })
+        .collect::<std::io::Result<_>>()?;
+    // The bytes are the file's up to the first part that came short.
+    let mut filled = 0;
+    for (count, chunk) in counts.iter().zip(buffer.chunks(part)) {
+        filled += count;
+        if *count < chunk.len() {
+            break;
+        }
+    }
+    Ok(filled)
 }
 
 /// Reads standard input to its end, no further than the size cap.
@@ -624,6 +675,36 @@ mod tests {
             read_bounded(&path, MAX_INPUT_BYTES).unwrap();
         }
         assert_eq!(CALLS.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    /// A large file read on the pool, in parts, is the file byte for byte; a file shorter than
+    /// the size it had is read to its real end.
+    #[test]
+    fn a_large_file_read_in_parts_is_the_file() {
+        let dir = temp("parts");
+        let path = dir.join("big.yaml");
+        // Every 4-byte word differs, so a part read at a wrong offset shows.
+        let size = PARALLEL_READ_BYTES + 12_345;
+        let bytes: Vec<u8> = (0..size as u32 / 4 + 1)
+            .flat_map(u32::to_le_bytes)
+            .take(size)
+            .collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let (read, _) = pool
+            .install(|| read_bounded_seen(&path, MAX_INPUT_BYTES))
+            .unwrap();
+        assert!(read == bytes, "the bytes read differ from the file's");
+        let file = std::fs::File::open(&path).unwrap();
+        let mut buffer = vec![0; size + 3 * 4096];
+        let filled = pool.install(|| read_in_parts(&file, &mut buffer)).unwrap();
+        assert_eq!(filled, size);
+        assert!(buffer[..size] == bytes[..]);
+        // Off the pool nothing is read in parts: the caller reads the file whole.
+        assert_eq!(read_in_parts(&file, &mut buffer).unwrap(), 0);
     }
 
     /// The sort key orders paths exactly as `Path` does, on paths where byte order differs.
