@@ -5,6 +5,7 @@ pub mod block;
 pub mod input;
 pub mod json_stream;
 pub mod locate;
+pub mod pieces;
 pub mod source;
 pub mod stream;
 pub mod yaml;

@@ -32,7 +32,7 @@ pub fn decode(bytes: &[u8]) -> Decoded<'_> {
             encoding: Encoding::Utf16,
         };
     }
-    match std::str::from_utf8(bytes) {
+    match crate::load::pieces::utf8(bytes) {
         Ok(text) => Decoded {
             text: Cow::Borrowed(text),
             invalid: Vec::new(),

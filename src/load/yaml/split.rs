@@ -23,11 +23,11 @@ pub fn document_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     let mut chunk_start = 0;
     // Where the lines of the current part begin (after the marker line that cut).
     let mut part_from = 0;
-    let starts = bytes
-        .starts_with(b"---")
-        .then_some(0)
-        .into_iter()
-        .chain(memchr::memmem::find_iter(bytes, b"\n---").map(|i| i + 1));
+    let starts = bytes.starts_with(b"---").then_some(0).into_iter().chain(
+        crate::load::pieces::find_all(bytes, b"\n---")
+            .into_iter()
+            .map(|i| i + 1),
+    );
     for line_start in starts {
         if line_start > part_from {
             ranges.push(chunk_start..line_start);
