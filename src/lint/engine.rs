@@ -534,12 +534,15 @@ impl Engine {
                         summary.objects += out.objects;
                         findings.extend(out.findings);
                         render.writers.extend(out.writers);
+                        // The bundles a file completes are checked together, on the pool's
+                        // threads where there are many (one large render's thousands).
+                        let mut complete = Vec::new();
                         for m in out.members {
                             match assembler.add(m) {
                                 bundle::Added::Open => {}
-                                bundle::Added::Complete(mut b) => {
+                                bundle::Added::Complete(b) => {
                                     touch(&b, &mut touched);
-                                    settle(&mut b, &mut bundle_emit, &mut render)
+                                    complete.push(b);
                                 }
                                 bundle::Added::Duplicate(d) => {
                                     touch_late(&d, &mut touched);
@@ -547,6 +550,13 @@ impl Engine {
                                 }
                             }
                         }
+                        settle_all(
+                            &mut complete,
+                            &mut bundle_emit,
+                            &mut render,
+                            pool.as_ref(),
+                            self.catalog,
+                        );
                         ignores.extend(out.ignores);
                         bundling += merging.elapsed();
                     }
