@@ -68,7 +68,14 @@ pub enum Memory {
     /// A buffer of unknown final size (standard input) grows past [`LARGE_RUN_BYTES`]: each
     /// step frees the one before, which should go back at once, before the next doubles it.
     Growing,
+    /// A file of [`LARGE_FILE_BYTES`] or more is read whole: the run's peak is now the file's
+    /// own, and the pages its documents free are reused by the next ones, so nothing should go
+    /// back (giving them back made later documents fault them in again).
+    Whole,
 }
+
+/// A file this large, held whole while it is linted, sets the run's peak (see [`Memory::Whole`]).
+pub const LARGE_FILE_BYTES: usize = 16 << 20;
 
 static READ_SO_FAR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static ON_MEMORY: std::sync::OnceLock<fn(Memory)> = std::sync::OnceLock::new();
@@ -499,6 +506,9 @@ pub fn read_bounded_seen(path: &Path, limit: u64) -> Result<(Vec<u8>, Metadata),
     let expected = usize::try_from(meta.len()).unwrap_or(0);
     // Counted before the buffer is made, so a large file is read under the large-run policy.
     count_read(expected);
+    if expected >= LARGE_FILE_BYTES {
+        tell(Memory::Whole);
+    }
     let mut bytes = vec![0; expected + 1];
     let mut filled = read_in_parts(&file, &mut bytes[..expected]).map_err(|e| describe_io(&e))?;
     let mut file = file;
@@ -658,15 +668,21 @@ mod tests {
         Temp(dir)
     }
 
+    /// What the tests of this process were told; the hook can be set only once per process.
+    static TOLD: std::sync::Mutex<Vec<Memory>> = std::sync::Mutex::new(Vec::new());
+
+    fn record(memory: Memory) {
+        TOLD.lock().unwrap().push(memory);
+    }
+
+    fn told(memory: Memory) -> usize {
+        TOLD.lock().unwrap().iter().filter(|&&m| m == memory).count()
+    }
+
     /// `Large` is told once, when the inputs read pass the mark, whoever reads them.
     #[test]
     fn a_large_run_is_announced_once() {
-        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        fn hook(memory: Memory) {
-            assert_eq!(memory, Memory::Large);
-            CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        on_memory(hook);
+        on_memory(record);
         let dir = temp("large");
         let path = dir.join("big.yaml");
         std::fs::write(&path, vec![b'#'; LARGE_RUN_BYTES as usize / 2 + 1]).unwrap();
@@ -674,7 +690,7 @@ mod tests {
         for _ in 0..3 {
             read_bounded(&path, MAX_INPUT_BYTES).unwrap();
         }
-        assert_eq!(CALLS.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(told(Memory::Large), 1);
     }
 
     /// A large file read on the pool, in parts, is the file byte for byte; a file shorter than
@@ -690,6 +706,8 @@ mod tests {
             .take(size)
             .collect();
         std::fs::write(&path, &bytes).unwrap();
+        on_memory(record);
+        let before = told(Memory::Whole);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
             .build()
@@ -698,6 +716,9 @@ mod tests {
             .install(|| read_bounded_seen(&path, MAX_INPUT_BYTES))
             .unwrap();
         assert!(read == bytes, "the bytes read differ from the file's");
+        // Held whole, it sets the run's peak: the allocator is told to keep what is freed.
+        assert!(size >= LARGE_FILE_BYTES);
+        assert!(told(Memory::Whole) > before);
         let file = std::fs::File::open(&path).unwrap();
         let mut buffer = vec![0; size + 3 * 4096];
         let filled = pool.install(|| read_in_parts(&file, &mut buffer)).unwrap();
