@@ -556,6 +556,7 @@ impl Engine {
                             &mut render,
                             pool.as_ref(),
                             self.catalog,
+                            true,
                         );
                         ignores.extend(out.ignores);
                         bundling += merging.elapsed();
@@ -626,6 +627,7 @@ impl Engine {
             &mut render,
             pool.as_ref(),
             self.catalog,
+            false,
         );
         crate::lint::checks::writers::check(&render, &mut emit);
         findings.extend(emit.findings);
@@ -737,6 +739,17 @@ impl Engine {
         // Where the file's objects stand: only the text findings below need it, so a cached
         // result never holds it.
         let mut places = Vec::new();
+        // Sized once: grown by doubling, the lists of a large render's thousand segments were
+        // copied again and again into fresh pages.
+        if parts.len() > 1 {
+            let total = |f: fn(&(FileOut, Vec<usize>)) -> usize| parts.iter().map(f).sum();
+            out.findings.reserve(total(|(p, _)| p.findings.len()));
+            out.members.reserve(total(|(p, _)| p.members.len()));
+            out.writers.reserve(total(|(p, _)| p.writers.len()));
+            out.ignores.reserve(total(|(p, _)| p.ignores.len()));
+            places.reserve(total(|(p, _)| p.places.len()));
+            header_lines.reserve(total(|(_, l)| l.len()));
+        }
         for (part, lines) in parts {
             out.timings.add(part.timings);
             out.findings.extend(part.findings);
@@ -1183,13 +1196,15 @@ fn settle(bundle: &mut Bundle, emit: &mut Emit, render: &mut Render) {
 /// [`settle`] on every bundle held to the end of a run (all of them where the bundles are
 /// kept: `--pre-commit`, JUnit), on the pool's threads when there are many. Each bundle's
 /// checks read that bundle alone; their findings and what `render` keeps are joined in the
-/// bundles' order, as one thread would have left them.
+/// bundles' order, as one thread would have left them. With `done`, the bundles are not
+/// needed afterwards, and each of the pool's threads frees the members of those it checked.
 fn settle_all(
     bundles: &mut [Bundle],
     emit: &mut Emit,
     render: &mut Render,
     pool: Option<&rayon::ThreadPool>,
     catalog: &Catalog,
+    done: bool,
 ) {
     /// Below this many bundles, handing them over costs more than it saves.
     const PARALLEL_FROM: usize = 64;
@@ -1207,6 +1222,10 @@ fn settle_all(
                 let mut render = Render::default();
                 for b in chunk {
                     settle(b, &mut emit, &mut render);
+                    if done {
+                        // Freed here, not one by one on the merging thread afterwards.
+                        drop(std::mem::take(&mut b.members));
+                    }
                 }
                 (emit.findings, render)
             })

@@ -676,7 +676,11 @@ mod tests {
     }
 
     fn told(memory: Memory) -> usize {
-        TOLD.lock().unwrap().iter().filter(|&&m| m == memory).count()
+        TOLD.lock()
+            .unwrap()
+            .iter()
+            .filter(|&&m| m == memory)
+            .count()
     }
 
     /// `Large` is told once, when the inputs read pass the mark, whoever reads them.

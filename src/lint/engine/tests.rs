@@ -122,11 +122,28 @@ fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
             .collect();
         bundle::assemble(members)
     };
-    let settled = |pool: Option<&rayon::ThreadPool>| {
+    let settled = |pool: Option<&rayon::ThreadPool>, done: bool| {
         let mut bundles = bundles();
         let mut emit = Emit::new(engine.catalog);
         let mut render = Render::default();
-        settle_all(&mut bundles, &mut emit, &mut render, pool, engine.catalog);
+        settle_all(
+            &mut bundles,
+            &mut emit,
+            &mut render,
+            pool,
+            engine.catalog,
+            done,
+        );
+        // Bundles done with are freed on the pool, those kept are whole.
+        let freed = bundles.iter().filter(|b| b.members.is_empty()).count();
+        assert_eq!(
+            freed,
+            if done && pool.is_some() {
+                bundles.len()
+            } else {
+                0
+            }
+        );
         let mut bindings: Vec<_> = render.member_bindings.iter().copied().collect();
         bindings.sort();
         (
@@ -140,14 +157,15 @@ fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
         .num_threads(2)
         .build()
         .unwrap();
-    let alone = settled(None);
+    let alone = settled(None, false);
     assert!(
         alone.3 >= 64,
         "{} bundles: too few to settle in parallel",
         alone.3
     );
     assert!(alone.0.len() > 2, "no findings to compare");
-    assert_eq!(settled(Some(&pool)), alone);
+    assert_eq!(settled(Some(&pool), false), alone);
+    assert_eq!(settled(Some(&pool), true), alone);
 }
 
 /// A memo that holds every file linted so far, in memory.
