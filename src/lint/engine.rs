@@ -731,65 +731,92 @@ impl Engine {
                 start = i + 1;
             }
         }
-        let parts: Vec<(FileOut, Vec<usize>)> = each_segment(&segments, |seg| {
-            self.lint_documents(p, &source, &ranges[seg.clone()], decoded)
-        });
+        // A segment's pragma scan reads only its own lines and objects, so it runs beside the
+        // segment's linting, in parallel, wherever the file's findings will need it: when the
+        // segment holds a bundle member (then so does the file) or every file is judged.
+        let scan = |seg: &std::ops::Range<usize>, part: &FileOut, lines: &mut Vec<usize>| {
+            let started = std::time::Instant::now();
+            let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;
+            let found = self.misplaced_pragmas(&source, bytes, lines, &part.places);
+            (found, started.elapsed())
+        };
+        let parts: Vec<(FileOut, Vec<usize>, Option<Vec<Finding>>)> =
+            each_segment(&segments, |seg| {
+                let (mut part, mut lines) =
+                    self.lint_documents(p, &source, &ranges[seg.clone()], decoded);
+                let pragmas =
+                    (!part.members.is_empty() || self.options.pragma_everywhere).then(|| {
+                        let (found, took) = scan(seg, &part, &mut lines);
+                        part.timings.rules += took;
+                        found
+                    });
+                (part, lines, pragmas)
+            });
         let mut out = FileOut::default();
-        let mut header_lines = Vec::new();
-        // Where the file's objects stand: only the text findings below need it, so a cached
-        // result never holds it.
-        let mut places = Vec::new();
-        // Sized once: grown by doubling, the lists of a large render's thousand segments were
-        // copied again and again into fresh pages.
+        // Sized once: grown by doubling, the lists of a large render's hundreds of segments
+        // were copied again and again into fresh pages.
         if parts.len() > 1 {
-            let total = |f: fn(&(FileOut, Vec<usize>)) -> usize| parts.iter().map(f).sum();
-            out.findings.reserve(total(|(p, _)| p.findings.len()));
-            out.members.reserve(total(|(p, _)| p.members.len()));
-            out.writers.reserve(total(|(p, _)| p.writers.len()));
-            out.ignores.reserve(total(|(p, _)| p.ignores.len()));
-            places.reserve(total(|(p, _)| p.places.len()));
-            header_lines.reserve(total(|(_, l)| l.len()));
+            let total = |f: fn(&FileOut) -> usize| parts.iter().map(|(p, _, _)| f(p)).sum();
+            out.findings.reserve(total(|p| p.findings.len()));
+            out.members.reserve(total(|p| p.members.len()));
+            out.writers.reserve(total(|p| p.writers.len()));
+            out.ignores.reserve(total(|p| p.ignores.len()));
         }
-        for (part, lines) in parts {
+        let mut scans = Vec::with_capacity(parts.len());
+        for (seg, (mut part, lines, pragmas)) in segments.iter().zip(parts) {
             out.timings.add(part.timings);
-            out.findings.extend(part.findings);
-            out.members.extend(part.members);
-            out.writers.extend(part.writers);
-            out.ignores.extend(part.ignores);
-            places.extend(part.places);
+            out.findings.append(&mut part.findings);
+            out.members.append(&mut part.members);
+            out.writers.append(&mut part.writers);
+            out.ignores.append(&mut part.ignores);
             out.documents += part.documents;
             out.objects += part.objects;
-            header_lines.extend(lines);
+            scans.push((seg, part, lines, pragmas));
         }
         // A file that holds no bundle member (a chart's values.yaml that uses detect-secrets
         // pragmas on purpose) is judged only when the configuration asks for every file.
         if out.members.is_empty() && !self.options.pragma_everywhere {
             return out;
         }
-        let scanning = std::time::Instant::now();
-        // Looked up for every pragma found: one per bundle in a large render.
-        header_lines.sort_unstable();
-        let places = &places;
-        let pragmas: Vec<Vec<Finding>> = each_segment(&segments, |seg| {
-            let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;
-            let mut problems = Vec::new();
-            text::misplaced_pragmas(&source, bytes, &header_lines, &mut problems);
-            let mut emit = Emit::new(self.catalog);
-            for (rule, span, message) in problems {
-                let place = Place::of(places, span.start());
-                emit.add(
-                    rule,
-                    source.loc(span),
-                    message,
-                    place.map(|p| &p.object),
-                    place.and_then(|p| p.bundle.as_deref()),
-                );
-            }
-            emit.findings
-        });
-        out.findings.extend(pragmas.into_iter().flatten());
-        out.timings.rules += scanning.elapsed();
+        // After every segment's own findings, in segment order, as one scan of the file left
+        // them; a segment without members is scanned now that the file is known to need it.
+        for (seg, part, mut lines, pragmas) in scans {
+            let found = pragmas.unwrap_or_else(|| {
+                let (found, took) = scan(seg, &part, &mut lines);
+                out.timings.rules += took;
+                found
+            });
+            out.findings.extend(found);
+        }
         out
+    }
+
+    /// The `pragma-misplaced` findings in `bytes` of `source`: pragmas anywhere but on the lines
+    /// where the create.py pragma belongs (`lines`, sorted here), each named after the object of
+    /// `places` it stands in.
+    fn misplaced_pragmas(
+        &self,
+        source: &Source,
+        bytes: std::ops::Range<usize>,
+        lines: &mut [usize],
+        places: &[Place],
+    ) -> Vec<Finding> {
+        // Looked up for every pragma found: one per bundle in a large render.
+        lines.sort_unstable();
+        let mut problems = Vec::new();
+        text::misplaced_pragmas(source, bytes, lines, &mut problems);
+        let mut emit = Emit::new(self.catalog);
+        for (rule, span, message) in problems {
+            let place = Place::of(places, span.start());
+            emit.add(
+                rule,
+                source.loc(span),
+                message,
+                place.map(|p| &p.object),
+                place.and_then(|p| p.bundle.as_deref()),
+            );
+        }
+        emit.findings
     }
 
     /// Lints a run of documents of one file; returns what it found and the lines where the

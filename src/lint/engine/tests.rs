@@ -291,3 +291,77 @@ fn a_marked_run_names_the_bundles_its_marked_files_touch() {
     }
     assert!(some > 3, "{some} files touch a bundle");
 }
+
+/// A large file is linted in segments, each scanning its own lines for misplaced pragmas: a
+/// pragma in a segment with no bundle member is still reported, at its line and in its object,
+/// once another segment shows the file holds a member, whichever comes first; a file of no
+/// member at all is scanned only when every file is judged.
+#[test]
+fn pragmas_in_every_segment_of_a_large_file_are_found_where_the_file_needs_them() {
+    let bundle = std::fs::read_to_string("fixtures/pragma-misplaced/good-bundle.yaml").unwrap();
+    // Application objects, several segments' worth, one of them carrying a pragma.
+    let app = |i: usize, pragma: bool| {
+        let note = if pragma {
+            "  # pragma: allowlist secret\n"
+        } else {
+            ""
+        };
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-{i}\n  namespace: shop\n\
+             data:\n{note}  settings: \"{}\"\n",
+            "x".repeat(2000)
+        )
+    };
+    let filler = |marked: usize| -> Vec<String> {
+        (0..3 * SEGMENT_BYTES / 2000)
+            .map(|i| app(i, i == marked))
+            .collect()
+    };
+    let lines_of = |text: &str| -> Vec<(String, usize, Option<String>)> {
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| *l == "  # pragma: allowlist secret")
+            .map(|(i, _)| ("pragma-misplaced".to_string(), i + 1, None))
+            .collect()
+    };
+    let found = |text: &str, everywhere: bool| -> Vec<(String, usize, Option<String>)> {
+        let options = Options {
+            pragma_everywhere: everywhere,
+            ..Options::default()
+        };
+        let outcome = check_text("app.yaml", text, options).unwrap();
+        let mut found: Vec<_> = outcome
+            .findings
+            .iter()
+            .filter(|f| f.rule == "pragma-misplaced")
+            .map(|f| {
+                (
+                    f.rule.clone(),
+                    f.loc.line,
+                    f.object.as_ref().map(|o| o.name.clone()),
+                )
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    let expect = |text: &str, names: &[&str]| {
+        let mut want = lines_of(text);
+        for (w, name) in want.iter_mut().zip(names) {
+            w.2 = Some(name.to_string());
+        }
+        want
+    };
+    let last = 3 * SEGMENT_BYTES / 2000 - 1;
+    // The member first, the pragma two segments on; the pragma first, the member last.
+    let after = [vec![bundle.clone()], filler(last)].concat().join("---\n");
+    let before = [filler(1), vec![bundle.clone()]].concat().join("---\n");
+    assert!(after.len() > 2 * SEGMENT_BYTES);
+    let app_name = |i: usize| format!("app-{i}");
+    assert_eq!(found(&after, false), expect(&after, &[&app_name(last)]));
+    assert_eq!(found(&before, false), expect(&before, &[&app_name(1)]));
+    // No member anywhere: judged only when asked for every file.
+    let alone = filler(last).join("---\n");
+    assert_eq!(found(&alone, false), []);
+    assert_eq!(found(&alone, true), expect(&alone, &[&app_name(last)]));
+}
