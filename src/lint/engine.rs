@@ -534,29 +534,24 @@ impl Engine {
                         summary.objects += out.objects;
                         findings.extend(out.findings);
                         render.writers.extend(out.writers);
-                        // The bundles a file completes are checked together, on the pool's
-                        // threads where there are many (one large render's thousands).
-                        let mut complete = Vec::new();
-                        for m in out.members {
-                            match assembler.add(m) {
-                                bundle::Added::Open => {}
+                        assemble_settling(
+                            out.members,
+                            |m, emit, render| match assembler.add(m) {
+                                bundle::Added::Open => None,
                                 bundle::Added::Complete(b) => {
                                     touch(&b, &mut touched);
-                                    complete.push(b);
+                                    Some(b)
                                 }
                                 bundle::Added::Duplicate(d) => {
                                     touch_late(&d, &mut touched);
-                                    late_duplicate(d, &mut bundle_emit, &mut render)
+                                    late_duplicate(d, emit, render);
+                                    None
                                 }
-                            }
-                        }
-                        settle_all(
-                            &mut complete,
+                            },
                             &mut bundle_emit,
                             &mut render,
                             pool.as_ref(),
                             self.catalog,
-                            true,
                         );
                         ignores.extend(out.ignores);
                         bundling += merging.elapsed();
@@ -627,7 +622,6 @@ impl Engine {
             &mut render,
             pool.as_ref(),
             self.catalog,
-            false,
         );
         crate::lint::checks::writers::check(&render, &mut emit);
         findings.extend(emit.findings);
@@ -1220,50 +1214,123 @@ fn settle(bundle: &mut Bundle, emit: &mut Emit, render: &mut Render) {
     render.add(bundle);
 }
 
-/// [`settle`] on every bundle held to the end of a run (all of them where the bundles are
-/// kept: `--pre-commit`, JUnit), on the pool's threads when there are many. Each bundle's
-/// checks read that bundle alone; their findings and what `render` keeps are joined in the
-/// bundles' order, as one thread would have left them. With `done`, the bundles are not
-/// needed afterwards, and each of the pool's threads frees the members of those it checked.
-fn settle_all(
-    bundles: &mut [Bundle],
-    emit: &mut Emit,
-    render: &mut Render,
-    pool: Option<&rayon::ThreadPool>,
+/// Below this many bundles, handing them to the pool costs more than it saves.
+const SETTLE_PARALLEL_FROM: usize = 64;
+/// Bundles per hand-over to the pool.
+const SETTLE_BATCH: usize = SETTLE_PARALLEL_FROM / 4;
+
+/// What [`settle`] leaves of some bundles: their findings, and what the one-writer checks keep.
+type Settled = (Vec<Finding>, Render);
+
+/// [`settle`] on `bundles`, into an `Emit` and a `Render` of their own.
+fn settle_batch<'b>(
+    bundles: impl IntoIterator<Item = &'b mut Bundle>,
     catalog: &Catalog,
-    done: bool,
-) {
-    /// Below this many bundles, handing them over costs more than it saves.
-    const PARALLEL_FROM: usize = 64;
-    let Some(pool) = pool.filter(|_| bundles.len() >= PARALLEL_FROM) else {
-        for b in bundles {
-            settle(b, emit, render);
-        }
-        return;
-    };
-    let parts: Vec<(Vec<Finding>, Render)> = pool.install(|| {
-        bundles
-            .par_chunks_mut(PARALLEL_FROM / 4)
-            .map(|chunk| {
-                let mut emit = Emit::new(catalog);
-                let mut render = Render::default();
-                for b in chunk {
-                    settle(b, &mut emit, &mut render);
-                    if done {
-                        // Freed here, not one by one on the merging thread afterwards.
-                        drop(std::mem::take(&mut b.members));
-                    }
-                }
-                (emit.findings, render)
-            })
-            .collect()
-    });
+) -> Settled {
+    let mut emit = Emit::new(catalog);
+    let mut render = Render::default();
+    for b in bundles {
+        settle(b, &mut emit, &mut render);
+    }
+    (emit.findings, render)
+}
+
+/// Joins what batches of bundles left, in the bundles' order, as one thread would have left it.
+fn join_settled(parts: Vec<Settled>, emit: &mut Emit, render: &mut Render) {
     for (findings, part) in parts {
         emit.findings.extend(findings);
         render.digests.extend(part.digests);
         render.member_bindings.extend(part.member_bindings);
         render.writers.extend(part.writers);
     }
+}
+
+/// [`settle`] on every bundle held to the end of a run (all of them where the bundles are
+/// kept: `--pre-commit`, JUnit), on the pool's threads when there are many. Each bundle's
+/// checks read that bundle alone.
+fn settle_all(
+    bundles: &mut [Bundle],
+    emit: &mut Emit,
+    render: &mut Render,
+    pool: Option<&rayon::ThreadPool>,
+    catalog: &Catalog,
+) {
+    let Some(pool) = pool.filter(|_| bundles.len() >= SETTLE_PARALLEL_FROM) else {
+        for b in bundles {
+            settle(b, emit, render);
+        }
+        return;
+    };
+    let parts: Vec<Settled> = pool.install(|| {
+        bundles
+            .par_chunks_mut(SETTLE_BATCH)
+            .map(|chunk| settle_batch(chunk, catalog))
+            .collect()
+    });
+    join_settled(parts, emit, render);
+}
+
+/// Hands `members` to `add` one by one, on this thread, and [`settle`]s the bundles it returns
+/// complete: where there are enough members for many bundles, in batches on the pool's threads
+/// while the later members are still being added (the pool's threads are otherwise idle while
+/// one large render's thousands of bundles are assembled), each batch freed by the thread that
+/// checked it. What they leave is joined into `emit` and `render` in the bundles' order.
+fn assemble_settling(
+    members: Vec<Member>,
+    mut add: impl FnMut(Member, &mut Emit, &mut Render) -> Option<Bundle>,
+    emit: &mut Emit,
+    render: &mut Render,
+    pool: Option<&rayon::ThreadPool>,
+    catalog: &Catalog,
+) {
+    // Five members make a bundle.
+    let Some(pool) = pool.filter(|_| members.len() >= 5 * SETTLE_PARALLEL_FROM) else {
+        let mut complete: Vec<Bundle> = Vec::new();
+        for m in members {
+            complete.extend(add(m, emit, render));
+        }
+        for b in &mut complete {
+            settle(b, emit, render);
+        }
+        return;
+    };
+    let (sender, settled) = std::sync::mpsc::channel::<(usize, Settled)>();
+    let mut sent = 0;
+    pool.in_place_scope(|scope| {
+        let mut batch = Vec::with_capacity(SETTLE_BATCH);
+        let mut hand_over = |batch: Vec<Bundle>| {
+            let sender = sender.clone();
+            let order = sent;
+            sent += 1;
+            scope.spawn(move |_| {
+                let mut batch = batch;
+                // The receiver lives until the scope has ended.
+                let _ = sender.send((order, settle_batch(&mut batch, catalog)));
+            });
+        };
+        for m in members {
+            if let Some(b) = add(m, emit, render) {
+                batch.push(b);
+                if batch.len() == SETTLE_BATCH {
+                    hand_over(std::mem::replace(
+                        &mut batch,
+                        Vec::with_capacity(SETTLE_BATCH),
+                    ));
+                }
+            }
+        }
+        if !batch.is_empty() {
+            hand_over(batch);
+        }
+    });
+    drop(sender);
+    let mut parts: Vec<(usize, Settled)> = settled.into_iter().collect();
+    parts.sort_unstable_by_key(|(order, _)| *order);
+    join_settled(
+        parts.into_iter().map(|(_, part)| part).collect(),
+        emit,
+        render,
+    );
 }
 
 /// A member of a bundle that was complete, and checked, before it arrived.

@@ -109,8 +109,8 @@ fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
         };
         texts.extend(case.files.into_iter().map(|(_, text)| text));
     }
-    let bundles = || {
-        let members = texts
+    let members = || -> Vec<Member> {
+        texts
             .iter()
             .enumerate()
             .flat_map(|(i, text)| {
@@ -119,31 +119,14 @@ fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
                     .unwrap()
                     .members
             })
-            .collect();
-        bundle::assemble(members)
+            .collect()
     };
-    let settled = |pool: Option<&rayon::ThreadPool>, done: bool| {
+    let bundles = || bundle::assemble(members());
+    let settled = |pool: Option<&rayon::ThreadPool>| {
         let mut bundles = bundles();
         let mut emit = Emit::new(engine.catalog);
         let mut render = Render::default();
-        settle_all(
-            &mut bundles,
-            &mut emit,
-            &mut render,
-            pool,
-            engine.catalog,
-            done,
-        );
-        // Bundles done with are freed on the pool, those kept are whole.
-        let freed = bundles.iter().filter(|b| b.members.is_empty()).count();
-        assert_eq!(
-            freed,
-            if done && pool.is_some() {
-                bundles.len()
-            } else {
-                0
-            }
-        );
+        settle_all(&mut bundles, &mut emit, &mut render, pool, engine.catalog);
         let mut bindings: Vec<_> = render.member_bindings.iter().copied().collect();
         bindings.sort();
         (
@@ -157,15 +140,58 @@ fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
         .num_threads(2)
         .build()
         .unwrap();
-    let alone = settled(None, false);
+    let alone = settled(None);
     assert!(
         alone.3 >= 64,
         "{} bundles: too few to settle in parallel",
         alone.3
     );
     assert!(alone.0.len() > 2, "no findings to compare");
-    assert_eq!(settled(Some(&pool), false), alone);
-    assert_eq!(settled(Some(&pool), true), alone);
+    assert_eq!(settled(Some(&pool)), alone);
+    // Settled in batches on the pool while they are still being assembled: the same, in the
+    // same order, as one thread settling each bundle after the last member.
+    let assembled = |pool: Option<&rayon::ThreadPool>| {
+        let members = members();
+        assert!(members.len() >= 5 * SETTLE_PARALLEL_FROM);
+        let mut assembler = bundle::Assembler::new(true);
+        let mut emit = Emit::new(engine.catalog);
+        let mut render = Render::default();
+        let mut complete = 0;
+        assemble_settling(
+            members,
+            |m, emit, render| match assembler.add(m) {
+                bundle::Added::Open => None,
+                bundle::Added::Complete(b) => {
+                    complete += 1;
+                    Some(b)
+                }
+                bundle::Added::Duplicate(d) => {
+                    late_duplicate(d, emit, render);
+                    None
+                }
+            },
+            &mut emit,
+            &mut render,
+            pool,
+            engine.catalog,
+        );
+        let mut bindings: Vec<_> = render.member_bindings.iter().copied().collect();
+        bindings.sort();
+        (
+            format!("{:?}", emit.findings),
+            format!("{:?}", render.digests),
+            bindings,
+            complete,
+        )
+    };
+    let alone = assembled(None);
+    assert!(
+        alone.3 >= SETTLE_PARALLEL_FROM,
+        "{} bundles complete",
+        alone.3
+    );
+    assert!(alone.0.len() > 2, "no findings to compare");
+    assert_eq!(assembled(Some(&pool)), alone);
 }
 
 /// A memo that holds every file linted so far, in memory.
