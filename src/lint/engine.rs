@@ -680,17 +680,18 @@ impl Engine {
         decoded: &stream::Decoded,
     ) -> FileOut {
         let started = std::time::Instant::now();
+        // The lines are indexed first: the same pass finds where the text is cut.
+        let source = Source::new(file, &decoded.text).named(name);
         // Concatenated JSON objects are documents one by one, as kubectl applies them.
         let stream = crate::load::json_stream::objects(&decoded.text);
         let ranges = match &stream {
             Some(stream) => stream.objects.clone(),
-            None => decoded.ranges(),
+            None => decoded.ranges_indexed(&source.lines),
         };
         let cut = started.elapsed();
-        let mut out = self.lint_ranges(p, file, name, &decoded.text, &ranges, decoded);
+        let mut out = self.lint_ranges(p, &source, &ranges, decoded);
         out.timings.parse += cut;
         if let Some(at) = stream.and_then(|s| s.trailing) {
-            let source = Source::new(file, &decoded.text).named(name);
             let mut emit = Emit::new(self.catalog);
             let message = "after two or more JSON objects kubectl reads only JSON objects, and \
                            this is none: it stops here with an error";
@@ -709,13 +710,10 @@ impl Engine {
     fn lint_ranges(
         &self,
         p: &Programs,
-        file: usize,
-        name: &str,
-        text: &str,
+        source: &Source,
         ranges: &[std::ops::Range<usize>],
         decoded: &stream::Decoded,
     ) -> FileOut {
-        let source = Source::new(file, text).named(name);
         // Consecutive documents in segments of about SEGMENT_BYTES, linted in parallel.
         let mut segments: Vec<std::ops::Range<usize>> = Vec::new();
         let mut start = 0;
@@ -731,13 +729,13 @@ impl Engine {
         let scan = |seg: &std::ops::Range<usize>, part: &FileOut, lines: &mut Vec<usize>| {
             let started = std::time::Instant::now();
             let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;
-            let found = self.misplaced_pragmas(&source, bytes, lines, &part.places);
+            let found = self.misplaced_pragmas(source, bytes, lines, &part.places);
             (found, started.elapsed())
         };
         let parts: Vec<(FileOut, Vec<usize>, Option<Vec<Finding>>)> =
             each_segment(&segments, |seg| {
                 let (mut part, mut lines) =
-                    self.lint_documents(p, &source, &ranges[seg.clone()], decoded);
+                    self.lint_documents(p, source, &ranges[seg.clone()], decoded);
                 let pragmas =
                     (!part.members.is_empty() || self.options.pragma_everywhere).then(|| {
                         let (found, took) = scan(seg, &part, &mut lines);

@@ -10,6 +10,9 @@ use crate::load::yaml::Span;
 #[derive(Clone, Debug, Default)]
 pub struct LineIndex {
     starts: Vec<u32>,
+    /// The starts of the lines that begin with `---`, at the start of the text or after an LF:
+    /// where apimachinery may cut a file into documents, found in the same pass.
+    dashed: Vec<u32>,
     /// Characters in `text[..i * CHAR_BLOCK]`, for every block start `i * CHAR_BLOCK`.
     chars_before_block: Vec<u32>,
 }
@@ -32,11 +35,13 @@ impl LineIndex {
                 .collect();
             let mut whole = LineIndex {
                 starts: Vec::with_capacity(pieces.iter().map(|p| p.starts.len()).sum()),
+                dashed: Vec::with_capacity(pieces.iter().map(|p| p.dashed.len()).sum()),
                 chars_before_block: Vec::with_capacity(text.len() / CHAR_BLOCK + 1),
             };
             let mut chars = 0u32;
             for piece in pieces {
                 whole.starts.extend(piece.starts);
+                whole.dashed.extend(piece.dashed);
                 // Each piece's table ends with its own total, the next piece's first offset.
                 let (&total, before) = piece.chars_before_block.split_last().unwrap_or((&0, &[]));
                 whole
@@ -57,9 +62,20 @@ impl LineIndex {
     fn piece(text: &str, from: usize, to: usize) -> LineIndex {
         let bytes = text.as_bytes();
         let mut starts = Vec::with_capacity((to - from) / 32 + 1);
+        let mut dashed = Vec::new();
         if from == 0 {
             starts.push(0);
+            if bytes.starts_with(b"---") {
+                dashed.push(0);
+            }
         }
+        // A line after an LF (not a lone CR: apimachinery reads lines up to LFs) that starts
+        // with `---`.
+        let after_lf = |start: usize, dashed: &mut Vec<u32>| {
+            if bytes.get(start) == Some(&b'-') && bytes[start..].starts_with(b"---") {
+                dashed.push(start as u32);
+            }
+        };
         let mut chars_before_block = Vec::with_capacity((to - from) / CHAR_BLOCK + 2);
         let mut chars = 0u32;
         // One pass over the bytes, 64 at a time, finds both the line breaks and the
@@ -86,7 +102,11 @@ impl LineIndex {
                     cr &= cr - 1;
                 }
                 while breaks != 0 {
-                    starts.push((at + breaks.trailing_zeros() as usize + 1) as u32);
+                    let i = breaks.trailing_zeros() as usize;
+                    starts.push((at + i + 1) as u32);
+                    if found.lf & (1 << i) != 0 {
+                        after_lf(at + i + 1, &mut dashed);
+                    }
                     breaks &= breaks - 1;
                 }
                 at += 64;
@@ -96,12 +116,16 @@ impl LineIndex {
                 if b == b'\n' || (b == b'\r' && bytes.get(at + i + 1) != Some(&b'\n')) {
                     starts.push((at + i + 1) as u32);
                 }
+                if b == b'\n' {
+                    after_lf(at + i + 1, &mut dashed);
+                }
             }
             chars += block.len() as u32 - continuations;
         }
         chars_before_block.push(chars);
         LineIndex {
             starts,
+            dashed,
             chars_before_block,
         }
     }
@@ -133,6 +157,12 @@ impl LineIndex {
 
     pub fn line_count(&self) -> usize {
         self.starts.len()
+    }
+
+    /// Where the lines that start with `---` start, in order: the start of the text if it is
+    /// one, and the lines after an LF.
+    pub fn dashed(&self) -> impl Iterator<Item = usize> + '_ {
+        self.dashed.iter().map(|&s| s as usize)
     }
 
     /// 1-based line and 1-based column counted in characters.
@@ -521,6 +551,47 @@ mod tests {
                 char_starts(&long.as_bytes()[..k * CHAR_BLOCK])
             );
         }
+    }
+
+    /// The lines the index finds starting with `---` are where a search of the text for them
+    /// finds them: after LFs only, at the start, across the 64-byte runs and the pieces.
+    #[test]
+    fn lines_starting_with_dashes_are_those_a_search_finds() {
+        let fragments = [
+            "---", "--", "-", "\n", "\r", "\r\n", "a: 1", " ", "é", "--- x",
+        ];
+        let mut seed = 0x9e37_79b9_u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) as usize
+        };
+        let searched = |text: &str| -> Vec<usize> {
+            let bytes = text.as_bytes();
+            let mut found: Vec<usize> =
+                bytes.starts_with(b"---").then_some(0).into_iter().collect();
+            found.extend(memchr::memmem::find_iter(bytes, b"\n---").map(|i| i + 1));
+            found
+        };
+        for _ in 0..300 {
+            let text: String = (0..next() % 200)
+                .map(|_| fragments[next() % fragments.len()])
+                .collect();
+            let index = LineIndex::new(&text);
+            assert_eq!(
+                index.dashed().collect::<Vec<_>>(),
+                searched(&text),
+                "{text:?}"
+            );
+        }
+        // A large text indexed in pieces on a pool, with marker lines across every cut.
+        let unit = "a: 1\r---\n---\r\n--- x\n";
+        let text = unit.repeat(pieces::PARALLEL_FROM / unit.len() + 2 * pieces::PIECE / unit.len());
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let index = pool.install(|| LineIndex::new(&text));
+        assert!(index.dashed().eq(searched(&text)));
     }
 
     #[test]

@@ -88,6 +88,15 @@ impl Decoded<'_> {
         }
     }
 
+    /// [`ranges`](Self::ranges), from the lines starting with `---` that `lines` (the text's
+    /// index) found.
+    pub fn ranges_indexed(&self, lines: &crate::load::source::LineIndex) -> Vec<Range<usize>> {
+        match self.encoding {
+            Encoding::Utf8 => crate::load::yaml::document_ranges_at(&self.text, lines.dashed()),
+            Encoding::Utf16 => std::iter::once(0..self.text.len()).collect(),
+        }
+    }
+
     /// The first byte that was not UTF-8 in `range`, if any.
     pub fn invalid_in(&self, range: &Range<usize>) -> Option<(usize, u8)> {
         let i = self.invalid.partition_point(|(at, _)| *at < range.start);

@@ -81,6 +81,15 @@ pub fn document_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     split::document_ranges(text)
 }
 
+/// [`document_ranges`] from the lines starting with `---` that a line index found
+/// ([`crate::load::source::LineIndex::dashed`]), without searching the text again.
+pub fn document_ranges_at(
+    text: &str,
+    dashed: impl IntoIterator<Item = usize>,
+) -> Vec<std::ops::Range<usize>> {
+    split::document_ranges_at(text, dashed)
+}
+
 /// Parses one range from [`document_ranges`]. Spans are offsets into `text`.
 pub fn parse_range(text: &str, range: std::ops::Range<usize>) -> Vec<Parsed<'_>> {
     let mut out = Vec::new();

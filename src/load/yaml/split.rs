@@ -19,16 +19,26 @@ use crate::common::shorten;
 /// byte of the text is in some range.
 pub fn document_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     let bytes = text.as_bytes();
-    let mut ranges = Vec::new();
-    let mut chunk_start = 0;
-    // Where the lines of the current part begin (after the marker line that cut).
-    let mut part_from = 0;
     let starts = bytes.starts_with(b"---").then_some(0).into_iter().chain(
         crate::load::pieces::find_all(bytes, b"\n---")
             .into_iter()
             .map(|i| i + 1),
     );
-    for line_start in starts {
+    document_ranges_at(text, starts)
+}
+
+/// [`document_ranges`], given where the lines that start with `---` start, in order: the start
+/// of the text if it is one, and every line after an LF (a lone CR ends no line here).
+pub fn document_ranges_at(
+    text: &str,
+    dashed: impl IntoIterator<Item = usize>,
+) -> Vec<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut ranges = Vec::new();
+    let mut chunk_start = 0;
+    // Where the lines of the current part begin (after the marker line that cut).
+    let mut part_from = 0;
+    for line_start in dashed {
         if line_start > part_from {
             ranges.push(chunk_start..line_start);
             chunk_start = line_start;
