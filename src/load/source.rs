@@ -15,6 +15,10 @@ pub struct LineIndex {
     dashed: Vec<u32>,
     /// Characters in `text[..i * CHAR_BLOCK]`, for every block start `i * CHAR_BLOCK`.
     chars_before_block: Vec<u32>,
+    /// Line starts at or before every block start `i * CHAR_BLOCK`, and all of them last: a
+    /// line is looked up among its block's few starts, not among all of an 80 MB render's 2
+    /// million, most of them far out of the cache.
+    lines_before_block: Vec<u32>,
 }
 
 /// Bytes per entry of the character-count table.
@@ -37,9 +41,16 @@ impl LineIndex {
                 starts: Vec::with_capacity(pieces.iter().map(|p| p.starts.len()).sum()),
                 dashed: Vec::with_capacity(pieces.iter().map(|p| p.dashed.len()).sum()),
                 chars_before_block: Vec::with_capacity(text.len() / CHAR_BLOCK + 1),
+                lines_before_block: Vec::with_capacity(text.len() / CHAR_BLOCK + 2),
             };
             let mut chars = 0u32;
             for piece in pieces {
+                // Each piece's line table ends with its own count, as its character table does.
+                let lines = whole.starts.len() as u32;
+                let (_, before) = piece.lines_before_block.split_last().unwrap_or((&0, &[]));
+                whole
+                    .lines_before_block
+                    .extend(before.iter().map(|l| l + lines));
                 whole.starts.extend(piece.starts);
                 whole.dashed.extend(piece.dashed);
                 // Each piece's table ends with its own total, the next piece's first offset.
@@ -49,6 +60,7 @@ impl LineIndex {
                     .extend(before.iter().map(|c| c + chars));
                 chars += total;
             }
+            whole.lines_before_block.push(whole.starts.len() as u32);
             return whole;
         }
         let mut index = Self::piece(text, 0, text.len());
@@ -77,12 +89,15 @@ impl LineIndex {
             }
         };
         let mut chars_before_block = Vec::with_capacity((to - from) / CHAR_BLOCK + 2);
+        let mut lines_before_block = Vec::with_capacity((to - from) / CHAR_BLOCK + 2);
         let mut chars = 0u32;
         // One pass over the bytes, 64 at a time, finds both the line breaks and the
         // characters: a third of the time of a memchr2 scan and a count of its own, which
         // stopped at every one of the short lines of a manifest.
         for (k, block) in bytes[from..to].chunks(CHAR_BLOCK).enumerate() {
             chars_before_block.push(chars);
+            // A start this block's first byte gave (a break just before it) is at or before it.
+            lines_before_block.push(starts.len() as u32);
             let mut at = from + k * CHAR_BLOCK;
             let mut continuations = 0u32;
             let mut wide = block.chunks_exact(64);
@@ -123,10 +138,12 @@ impl LineIndex {
             chars += block.len() as u32 - continuations;
         }
         chars_before_block.push(chars);
+        lines_before_block.push(starts.len() as u32);
         LineIndex {
             starts,
             dashed,
             chars_before_block,
+            lines_before_block,
         }
     }
 
@@ -144,10 +161,18 @@ impl LineIndex {
 
     /// 0-based line holding byte `offset`.
     pub fn line_of(&self, offset: usize) -> usize {
-        match self.starts.binary_search(&(offset as u32)) {
-            Ok(line) => line,
-            Err(next) => next - 1,
-        }
+        // The starts at or before `offset` are those before its block and some of the block's.
+        let block = offset / CHAR_BLOCK;
+        let (from, to) = match (
+            self.lines_before_block.get(block),
+            self.lines_before_block.get(block + 1),
+        ) {
+            (Some(&from), Some(&to)) => (from as usize, to as usize),
+            // At the very end, or not the text this index was built from.
+            _ => (0, self.starts.len()),
+        };
+        let within = self.starts[from..to].partition_point(|&s| s as usize <= offset);
+        (from + within).saturating_sub(1)
     }
 
     /// Byte offset where 0-based `line` starts.
@@ -491,6 +516,16 @@ mod tests {
         assert!(text.len() >= pieces::PARALLEL_FROM);
         assert_eq!(parallel.starts, serial.starts);
         assert_eq!(parallel.chars_before_block, serial.chars_before_block);
+        assert_eq!(parallel.lines_before_block, serial.lines_before_block);
+        // A line is found within its block as it is among all the starts, at every offset
+        // near a block's edges and throughout.
+        let edges = (0..=text.len() / CHAR_BLOCK)
+            .flat_map(|b| (b * CHAR_BLOCK).saturating_sub(2)..b * CHAR_BLOCK + 2);
+        for offset in edges.chain((0..text.len()).step_by(101)) {
+            let every = serial.starts.partition_point(|&s| s as usize <= offset) - 1;
+            assert_eq!(serial.line_of(offset), every, "offset {offset}");
+            assert_eq!(parallel.line_of(offset), every, "offset {offset}");
+        }
         assert_eq!(
             serial.chars_before_block.len(),
             text.len().div_ceil(CHAR_BLOCK)
