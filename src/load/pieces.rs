@@ -1,6 +1,7 @@
 //! A large text cut into pieces that are scanned in parallel on the engine's pool: the scans
-//! that come before any of a file's documents can be linted (UTF-8, the `---` lines, the line
-//! index) would otherwise hold up every other thread while one of them reads an 80 MB render.
+//! that come before any of a file's documents can be linted (UTF-8, the line index, which also
+//! finds the `---` lines; a search for those where no index is built) would otherwise hold up
+//! every other thread while one of them reads an 80 MB render.
 
 use std::ops::Range;
 
