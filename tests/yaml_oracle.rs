@@ -133,7 +133,9 @@ fn credlint_reads(bytes: &[u8]) -> Vec<Read> {
     let text = &decoded.text;
     let mut reads = Vec::new();
     let mut previous_part = 0;
-    for range in decoded.ranges() {
+    // Cut where the engine cuts: at the `---` lines the line index finds.
+    let lines = credlint::load::source::LineIndex::new(text);
+    for range in decoded.ranges(&lines) {
         let this_part = reads.len();
         if let Some((_, byte)) = decoded.invalid_in(&range) {
             reads.push(Read::Refused(format!("not UTF-8 (0x{byte:02X})")));

@@ -1,7 +1,7 @@
 //! The loader on arbitrary bytes: cut into documents, parse each. No panic; ranges cover the
 //! text in order; every span lies inside the text on character boundaries; parsing the same
 //! range twice gives the same tree; the fast reader changes nothing (the documents are those
-//! granit-parser alone gives).
+//! granit-parser alone gives); the line index finds the `---` lines the search does.
 #![no_main]
 
 use credlint::load::yaml::{self, Node, Parsed, Value};
@@ -23,6 +23,13 @@ fuzz_target!(|data: &[u8]| {
         "the fast reader reads otherwise than granit-parser"
     );
     let ranges = yaml::document_ranges(&text);
+    // The engine cuts where its line index found the `---` lines: the same places.
+    let lines = credlint::load::source::LineIndex::new(&text);
+    assert_eq!(
+        yaml::document_ranges_at(&text, lines.dashed()),
+        ranges,
+        "the line index finds other `---` lines than the search"
+    );
     let mut next = 0;
     for range in ranges {
         assert_eq!(range.start, next, "ranges leave a gap or overlap");

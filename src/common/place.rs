@@ -66,16 +66,12 @@ mod imp {
     /// The CPUs this thread may use, and those of them it is not running on; `None` when that
     /// leaves none, or the system does not say.
     fn masks() -> Option<(libc::cpu_set_t, libc::cpu_set_t)> {
-        // SAFETY: a zeroed cpu_set_t is the empty set; both calls only write into it or read
-        // the calling thread's state.
+        let allowed = own_mask()?;
+        // SAFETY: only reads which CPU the calling thread is on.
+        let here = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+        let mut elsewhere = allowed;
+        // SAFETY: clears a bit of a valid cpu_set_t, below its size; counts a valid one.
         unsafe {
-            let mut allowed: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0
-            {
-                return None;
-            }
-            let here = usize::try_from(libc::sched_getcpu()).ok()?;
-            let mut elsewhere = allowed;
             if here < libc::CPU_SETSIZE as usize {
                 libc::CPU_CLR(here, &mut elsewhere);
             }
@@ -83,20 +79,20 @@ mod imp {
         }
     }
 
-    pub(super) fn set_own(mask: &libc::cpu_set_t) {
-        // SAFETY: sets the calling thread's own affinity from a valid cpu_set_t.
-        unsafe {
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), mask);
-        }
-    }
-
-    #[cfg(test)]
+    /// The CPUs this thread may use.
     pub(super) fn own_mask() -> Option<libc::cpu_set_t> {
-        // SAFETY: as in `masks`.
+        // SAFETY: a zeroed cpu_set_t is the empty set; the call only writes into it.
         unsafe {
             let mut mask: libc::cpu_set_t = std::mem::zeroed();
             (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut mask) == 0)
                 .then_some(mask)
+        }
+    }
+
+    pub(super) fn set_own(mask: &libc::cpu_set_t) {
+        // SAFETY: sets the calling thread's own affinity from a valid cpu_set_t.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), mask);
         }
     }
 }

@@ -686,7 +686,7 @@ impl Engine {
         let stream = crate::load::json_stream::objects(&decoded.text);
         let ranges = match &stream {
             Some(stream) => stream.objects.clone(),
-            None => decoded.ranges_indexed(&source.lines),
+            None => decoded.ranges(&source.lines),
         };
         let cut = started.elapsed();
         let mut out = self.lint_ranges(p, &source, &ranges, decoded);
@@ -1293,8 +1293,8 @@ fn assemble_settling(
         return;
     };
     let (sender, settled) = std::sync::mpsc::channel::<(usize, Settled)>();
-    let mut sent = 0;
     pool.in_place_scope(|scope| {
+        let mut sent = 0;
         let mut batch = Vec::with_capacity(SETTLE_BATCH);
         let mut hand_over = |batch: Vec<Bundle>| {
             let sender = sender.clone();

@@ -548,29 +548,28 @@ pub fn read_bounded_seen(path: &Path, limit: u64) -> Result<(Vec<u8>, Metadata),
 /// A file this large, read on a worker of the engine's pool, is read in parts at once.
 const PARALLEL_READ_BYTES: usize = 16 << 20;
 
-/// Reads the start of `file` into `buffer` in parts, one per thread of the engine's pool, each
-/// at its own offset: the page faults of a fresh buffer were most of reading an 84 MB file, the
-/// other threads idle meanwhile (nothing of a file can be linted before it is read). Returns
-/// how many bytes from the start were read: 0 off the pool or for a smaller file (the caller
-/// reads it whole), short of `buffer.len()` when the file shrank meanwhile (the caller reads on
-/// and sees its end).
+/// Reads the start of `file` into `buffer` in pieces ([`crate::load::pieces`]) on the engine's
+/// pool, each at its own offset: the page faults of a fresh buffer were most of reading an
+/// 84 MB file, the other threads idle meanwhile (nothing of a file can be linted before it is
+/// read). Returns how many bytes from the start were read: 0 off the pool or for a smaller
+/// file (the caller reads it whole), short of `buffer.len()` when the file shrank meanwhile
+/// (the caller reads on and sees its end).
 fn read_in_parts(file: &std::fs::File, buffer: &mut [u8]) -> std::io::Result<usize> {
+    use crate::load::pieces;
     use rayon::prelude::*;
     use std::os::unix::fs::FileExt;
-    let threads = rayon::current_num_threads();
-    if buffer.len() < PARALLEL_READ_BYTES || threads < 2 || rayon::current_thread_index().is_none()
-    {
+    if buffer.len() < PARALLEL_READ_BYTES || !pieces::parallel(buffer.len()) {
         return Ok(0);
     }
-    // Whole pages per part, so that no page is faulted in by two threads.
-    let part = buffer.len().div_ceil(threads).next_multiple_of(4096);
+    // Pieces are whole pages, so that no page is faulted in by two threads.
+    const _: () = assert!(pieces::PIECE.is_multiple_of(4096));
     let counts: Vec<usize> = buffer
-        .par_chunks_mut(part)
+        .par_chunks_mut(pieces::PIECE)
         .enumerate()
         .map(|(i, chunk)| {
             let mut done = 0;
             while done < chunk.len() {
-                match file.read_at(&mut chunk[done..], (i * part + done) as u64) {
+                match file.read_at(&mut chunk[done..], (i * pieces::PIECE + done) as u64) {
                     Ok(0) => break,
                     Ok(n) => done += n,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -580,9 +579,9 @@ fn read_in_parts(file: &std::fs::File, buffer: &mut [u8]) -> std::io::Result<usi
             Ok(done)
         })
         .collect::<std::io::Result<_>>()?;
-    // The bytes are the file's up to the first part that came short.
+    // The bytes are the file's up to the first piece that came short.
     let mut filled = 0;
-    for (count, chunk) in counts.iter().zip(buffer.chunks(part)) {
+    for (count, chunk) in counts.iter().zip(buffer.chunks(pieces::PIECE)) {
         filled += count;
         if *count < chunk.len() {
             break;

@@ -1,7 +1,7 @@
-//! A large text cut into pieces that are scanned in parallel on the engine's pool: the scans
-//! that come before any of a file's documents can be linted (UTF-8, the line index, which also
-//! finds the `---` lines; a search for those where no index is built) would otherwise hold up
-//! every other thread while one of them reads an 80 MB render.
+//! A large file cut into pieces that are read and scanned in parallel on the engine's pool: the
+//! work that comes before any of a file's documents can be linted (reading it, the UTF-8 check,
+//! the line index, which also finds the `---` lines) would otherwise hold up every other thread
+//! while one of them goes through an 80 MB render.
 
 use std::ops::Range;
 
@@ -36,7 +36,7 @@ pub fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
     // is. Where a piece is not, the whole is checked again for the error's place.
     let start = |at: usize| {
         (at..bytes.len().min(at + 4))
-            .find(|&i| bytes[i] & 0xC0 != 0x80)
+            .find(|&i| !is_continuation(bytes[i]))
             .unwrap_or(at)
     };
     let valid = ranges(bytes.len()).all(|r| {
@@ -51,25 +51,9 @@ pub fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
     Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
 }
 
-/// Offsets of every match of `needle` in `haystack`, in order, found in parallel where
-/// [`parallel`] says so.
-pub fn find_all(haystack: &[u8], needle: &[u8]) -> Vec<usize> {
-    use rayon::prelude::*;
-    if !parallel(haystack.len()) {
-        return memchr::memmem::find_iter(haystack, needle).collect();
-    }
-    let finder = memchr::memmem::Finder::new(needle);
-    let parts: Vec<Vec<usize>> = ranges(haystack.len())
-        .map(|r| {
-            // A match that starts in this piece may end in the next one.
-            let end = (r.end + needle.len() - 1).min(haystack.len());
-            finder
-                .find_iter(&haystack[r.start..end])
-                .map(|i| r.start + i)
-                .collect()
-        })
-        .collect();
-    parts.concat()
+/// A byte that continues a UTF-8 character (`10xxxxxx`).
+pub fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
 }
 
 #[cfg(test)]
@@ -117,19 +101,5 @@ mod tests {
             assert!(whole.is_err());
             assert_eq!(checked(&bytes), whole, "broken at {at}");
         }
-    }
-
-    #[test]
-    fn matches_across_the_cuts_are_found_once_each_in_order() {
-        let text = large("\n---\n");
-        let serial: Vec<usize> = memchr::memmem::find_iter(text.as_bytes(), b"\n---").collect();
-        assert_eq!(
-            serial[0],
-            PIECE - 2,
-            "the first match straddles the first cut"
-        );
-        let parallel = on_a_pool(|| find_all(text.as_bytes(), b"\n---"));
-        assert_eq!(parallel, serial);
-        assert_eq!(find_all(b"a\n---\n---", b"\n---"), [1, 5]);
     }
 }

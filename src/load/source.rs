@@ -81,13 +81,6 @@ impl LineIndex {
                 dashed.push(0);
             }
         }
-        // A line after an LF (not a lone CR: apimachinery reads lines up to LFs) that starts
-        // with `---`.
-        let after_lf = |start: usize, dashed: &mut Vec<u32>| {
-            if bytes.get(start) == Some(&b'-') && bytes[start..].starts_with(b"---") {
-                dashed.push(start as u32);
-            }
-        };
         let mut chars_before_block = Vec::with_capacity((to - from) / CHAR_BLOCK + 2);
         let mut lines_before_block = Vec::with_capacity((to - from) / CHAR_BLOCK + 2);
         let mut chars = 0u32;
@@ -98,12 +91,18 @@ impl LineIndex {
             chars_before_block.push(chars);
             // A start this block's first byte gave (a break just before it) is at or before it.
             lines_before_block.push(starts.len() as u32);
-            let mut at = from + k * CHAR_BLOCK;
             let mut continuations = 0u32;
-            let mut wide = block.chunks_exact(64);
-            for chunk in &mut wide {
-                let chunk: &[u8; 64] = chunk.try_into().expect("64 bytes");
-                let found = Found::of(chunk);
+            for (j, run) in block.chunks(64).enumerate() {
+                let at = from + k * CHAR_BLOCK + j * 64;
+                // A shorter last run is padded with NULs, which are none of the bytes sought.
+                let found = match <&[u8; 64]>::try_from(run) {
+                    Ok(full) => Found::of(full),
+                    Err(_) => {
+                        let mut padded = [0u8; 64];
+                        padded[..run.len()].copy_from_slice(run);
+                        Found::of(&padded)
+                    }
+                };
                 continuations += found.continuation.count_ones();
                 let mut breaks = found.lf | found.cr;
                 // A lone CR ends a line too, as it does for YAML and for detect-secrets
@@ -118,21 +117,14 @@ impl LineIndex {
                 }
                 while breaks != 0 {
                     let i = breaks.trailing_zeros() as usize;
-                    starts.push((at + i + 1) as u32);
-                    if found.lf & (1 << i) != 0 {
-                        after_lf(at + i + 1, &mut dashed);
+                    let start = at + i + 1;
+                    starts.push(start as u32);
+                    // A line after an LF (not a lone CR: apimachinery reads lines up to LFs)
+                    // that starts with `---`.
+                    if found.lf & (1 << i) != 0 && bytes[start..].starts_with(b"---") {
+                        dashed.push(start as u32);
                     }
                     breaks &= breaks - 1;
-                }
-                at += 64;
-            }
-            for (i, &b) in wide.remainder().iter().enumerate() {
-                continuations += u32::from(is_continuation(b));
-                if b == b'\n' || (b == b'\r' && bytes.get(at + i + 1) != Some(&b'\n')) {
-                    starts.push((at + i + 1) as u32);
-                }
-                if b == b'\n' {
-                    after_lf(at + i + 1, &mut dashed);
                 }
             }
             chars += block.len() as u32 - continuations;
@@ -215,12 +207,10 @@ impl LineIndex {
 
 /// Characters that start in `bytes` (any byte that is not a UTF-8 continuation byte).
 fn char_starts(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| !is_continuation(b)).count()
-}
-
-/// A byte that continues a UTF-8 character (`10xxxxxx`).
-fn is_continuation(b: u8) -> bool {
-    b & 0xC0 == 0x80
+    bytes
+        .iter()
+        .filter(|&&b| !pieces::is_continuation(b))
+        .count()
 }
 
 /// Where a run of 64 bytes holds an LF, a CR and a UTF-8 continuation byte: bit `i` of each
@@ -281,7 +271,7 @@ impl Found {
         for (i, &b) in chunk.iter().enumerate() {
             found.lf |= u64::from(b == b'\n') << i;
             found.cr |= u64::from(b == b'\r') << i;
-            found.continuation |= u64::from(is_continuation(b)) << i;
+            found.continuation |= u64::from(pieces::is_continuation(b)) << i;
         }
         found
     }
@@ -538,8 +528,7 @@ mod tests {
 
     #[test]
     fn the_wide_scan_finds_what_the_bytewise_one_does() {
-        // Every byte value at every position, and runs of line breaks and multi-byte
-        // characters.
+        // Pseudo-random runs of LFs, CRs, continuation bytes and other bytes, in 1,024 mixes.
         let mut chunk = [0u8; 64];
         for seed in 0..1024u32 {
             for (i, b) in chunk.iter_mut().enumerate() {
@@ -627,6 +616,14 @@ mod tests {
             .unwrap();
         let index = pool.install(|| LineIndex::new(&text));
         assert!(index.dashed().eq(searched(&text)));
+        // A marker line that starts right at a cut, and one whose LF is the byte before it.
+        let piece = pieces::PIECE;
+        for before in [piece - 1, piece - 2] {
+            let text = format!("{}\n---\n{}", "a".repeat(before), "b: 1\n".repeat(piece));
+            let index = pool.install(|| LineIndex::new(&text));
+            assert_eq!(index.dashed().collect::<Vec<_>>(), [before + 1]);
+            assert!(index.dashed().eq(searched(&text)));
+        }
     }
 
     #[test]

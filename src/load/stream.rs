@@ -80,17 +80,9 @@ fn utf16(bytes: &[u8]) -> Option<String> {
 
 impl Decoded<'_> {
     /// The parts the text is read in, each parsed on its own with
-    /// [`crate::load::yaml::parse_range`].
-    pub fn ranges(&self) -> Vec<Range<usize>> {
-        match self.encoding {
-            Encoding::Utf8 => crate::load::yaml::document_ranges(&self.text),
-            Encoding::Utf16 => std::iter::once(0..self.text.len()).collect(),
-        }
-    }
-
-    /// [`ranges`](Self::ranges), from the lines starting with `---` that `lines` (the text's
-    /// index) found.
-    pub fn ranges_indexed(&self, lines: &crate::load::source::LineIndex) -> Vec<Range<usize>> {
+    /// [`crate::load::yaml::parse_range`]: for UTF-8, cut at the lines starting with `---` that
+    /// `lines`, the text's index, found.
+    pub fn ranges(&self, lines: &crate::load::source::LineIndex) -> Vec<Range<usize>> {
         match self.encoding {
             Encoding::Utf8 => crate::load::yaml::document_ranges_at(&self.text, lines.dashed()),
             Encoding::Utf16 => std::iter::once(0..self.text.len()).collect(),
@@ -123,7 +115,10 @@ mod tests {
             let decoded = decode(&bytes);
             assert_eq!(decoded.encoding, Encoding::Utf16);
             assert_eq!(decoded.text, "a: 1\n---\nb: 2\n");
-            assert_eq!(decoded.ranges(), vec![0..decoded.text.len()]);
+            assert_eq!(
+                decoded.ranges(&crate::load::source::LineIndex::new(&decoded.text)),
+                vec![0..decoded.text.len()]
+            );
         }
     }
 
@@ -132,7 +127,7 @@ mod tests {
         let decoded = decode(b"a: 1\n---\nb: \xff\n");
         assert_eq!(decoded.encoding, Encoding::Utf8);
         assert_eq!(decoded.text, "a: 1\n---\nb: ?\n");
-        let ranges = decoded.ranges();
+        let ranges = decoded.ranges(&crate::load::source::LineIndex::new(&decoded.text));
         assert_eq!(decoded.invalid_in(&ranges[0]), None);
         assert_eq!(decoded.invalid_in(&ranges[1]), Some((12, 0xff)));
     }

@@ -19,11 +19,11 @@ use crate::common::shorten;
 /// byte of the text is in some range.
 pub fn document_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     let bytes = text.as_bytes();
-    let starts = bytes.starts_with(b"---").then_some(0).into_iter().chain(
-        crate::load::pieces::find_all(bytes, b"\n---")
-            .into_iter()
-            .map(|i| i + 1),
-    );
+    let starts = bytes
+        .starts_with(b"---")
+        .then_some(0)
+        .into_iter()
+        .chain(memchr::memmem::find_iter(bytes, b"\n---").map(|i| i + 1));
     document_ranges_at(text, starts)
 }
 
