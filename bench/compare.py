@@ -2,7 +2,7 @@
 """Two or more credlint binaries side by side, alternating, on the rows the cache and the
 pre-commit hook care about.
 
-    python3 bench/compare.py [--rounds 10] [--dir /tmp/bench-corpus] OLD NEW [...]
+    python3 bench/compare.py [--rounds 10] [--dir /tmp/bench-corpus] [--cold] OLD NEW [...]
 
 On a shared machine a figure measured an hour ago says little about a change: a neighbour's
 build can double every time. This runs each row once per binary in turn, round after round, so
@@ -15,7 +15,9 @@ writes (DIR/c4000/split, 4,000 files, and DIR/small.yaml, or the tree's first fi
 - warm, one file changed before each run: the same, on a copy of the tree whose middle file
   gets a new first comment line before every run (the corpus itself is never written);
 - `--pre-commit` with that one changed file, run in the copy;
-- one small file: `check FILE --no-cache` (cold) and `check FILE` (warm).
+- one small file: `check FILE --no-cache` (cold) and `check FILE` (warm);
+- with `--cold`, also the tree and DIR/c4000/all.yaml linted without the cache
+  (`--no-cache --threads T`, T = 1 and 2), with the peak RSS of each run.
 """
 
 import argparse
@@ -29,12 +31,13 @@ import time
 
 
 def run(argv, cwd=None, env=None):
-    """Wall and CPU seconds of one run, output discarded."""
+    """Wall and CPU seconds, and peak RSS in MB, of one run, output discarded."""
     started = time.perf_counter()
     child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     _, _, usage = os.wait4(child.pid, 0)
-    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
+    return (time.perf_counter() - started, usage.ru_utime + usage.ru_stime,
+            usage.ru_maxrss / 1024)
 
 
 def main():
@@ -42,6 +45,8 @@ def main():
     parser.add_argument("binaries", nargs="+")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--dir", default="/tmp/bench-corpus")
+    parser.add_argument("--cold", action="store_true",
+                        help="also the cold rows: the tree and all.yaml at 1 and 2 threads")
     args = parser.parse_args()
     binaries = [os.path.abspath(b) for b in args.binaries]
     names = [f"{i}:{os.path.basename(b)}" for i, b in enumerate(binaries)]
@@ -82,10 +87,19 @@ def main():
              lambda b: [b, "check", "--no-cache", small, "--format", "json"], None),
             ("small file, warm", "small", None, lambda b: [b, "check", small, "--format", "json"], None),
         ]
+        whole = os.path.join(args.dir, "c4000", "all.yaml")
+        if args.cold:
+            for threads in ["1", "2"]:
+                for label, path in [("tree", tree), ("all.yaml", whole)]:
+                    rows.append((f"cold {label}, {threads} thread(s)", "none", None,
+                                 lambda b, p=path, t=threads: [b, "check", p, "--no-cache",
+                                                               "--format", "json",
+                                                               "--threads", t], None))
         print(f"{args.rounds} rounds, alternating; load average before: "
               f"{os.getloadavg()[0]:.2f}")
-        print("\n| row | binary | wall min ms | wall median ms | CPU min ms | CPU median ms |")
-        print("|---|---|---|---|---|---|")
+        print("\n| row | binary | wall min ms | wall median ms | CPU min ms | CPU median ms "
+              "| peak RSS MB |")
+        print("|---|---|---|---|---|---|---|")
         for title, cache, before, argv, cwd in rows:
             # A first run per binary fills its cache (the copy's entries then differ only in the
             # changed file).
@@ -98,10 +112,11 @@ def main():
                         before()
                     times[names[i]].append(run(argv(b), cwd=cwd, env=env(i, cache)))
             for n in names:
-                walls = [w * 1000 for w, _ in times[n]]
-                cpus = [c * 1000 for _, c in times[n]]
+                walls = [w * 1000 for w, _, _ in times[n]]
+                cpus = [c * 1000 for _, c, _ in times[n]]
+                rss = max(r for _, _, r in times[n])
                 print(f"| {title} | {n} | {min(walls):.1f} | {statistics.median(walls):.1f} | "
-                      f"{min(cpus):.1f} | {statistics.median(cpus):.1f} |")
+                      f"{min(cpus):.1f} | {statistics.median(cpus):.1f} | {rss:.0f} |")
         print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

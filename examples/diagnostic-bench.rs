@@ -6,7 +6,8 @@
 //! diagnostic costs once the file's text and line index are loaded (the point is that this does
 //! not rescan the file for every diagnostic).
 
-use credlint::lint::engine::{Engine, Options};
+use credlint::exec::Executor;
+use credlint::lint::Options;
 use credlint::load::input;
 use credlint::report::{Texts, text};
 use std::time::Instant;
@@ -27,7 +28,7 @@ fn main() {
     ));
     std::fs::write(&copy, &text).expect("the temp folder is writable");
     let files = input::collect(&[&copy], &[]).files;
-    let mut outcome = Engine::new(Options::default())
+    let mut outcome = Executor::new(Options::default())
         .unwrap()
         .run(&files, Vec::new());
     outcome.findings.retain(|f| f.rule == "role-forbidden-verb");
@@ -35,14 +36,14 @@ fn main() {
     let finding = outcome.findings[0].clone();
     let texts = Texts { stdin: None };
     let style = text::Style::default();
-    let time = |outcome: &credlint::lint::engine::Outcome| {
+    let time = |outcome: &credlint::model::outcome::Outcome| {
         let started = Instant::now();
         let mut sink = Vec::new();
         text::write(outcome, &texts, &Default::default(), &style, &mut sink)
             .expect("writes to memory");
         (started.elapsed(), sink.len())
     };
-    let median = |outcome: &credlint::lint::engine::Outcome| {
+    let median = |outcome: &credlint::model::outcome::Outcome| {
         let mut runs: Vec<(std::time::Duration, usize)> = (0..5).map(|_| time(outcome)).collect();
         runs.sort();
         runs[2]

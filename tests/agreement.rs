@@ -11,9 +11,10 @@
 //! Objects the API server refuses (a `schema` finding) are left out: no policy ever sees them.
 
 use credlint::cli::policies::{FixtureObject, entries, lint_objects};
+use credlint::exec::Executor;
+use credlint::lint::Options;
 use credlint::lint::catalog::Catalog;
 use credlint::lint::cel::{Cel, Program, Verdict as CelVerdict};
-use credlint::lint::engine::{Engine, Options};
 use credlint::lint::kyverno::{PolicyFile, PolicySet, Verdict};
 use credlint::load::yaml::{Parsed, parse};
 use credlint::policy::{self, Y, emit};
@@ -275,7 +276,7 @@ fn every_policy_denies_exactly_the_objects_the_linter_reports_it_on() {
             .entry(image.clone())
             .or_insert_with(|| policies(&image));
         figures.policies = set.policies.len();
-        let engine = Engine::new(Options {
+        let engine = Executor::new(Options {
             credentials_image: Some(image.clone()).filter(|i| !i.is_empty()),
             ..Options::default()
         })
@@ -362,7 +363,7 @@ fn every_policy_denies_exactly_the_objects_the_linter_reports_it_on() {
 #[test]
 fn clean_renderings_are_admitted_as_argo_cd_sends_them() {
     let set = policies("");
-    let engine = Engine::new(Options::default()).unwrap();
+    let engine = Executor::new(Options::default()).unwrap();
     let objects = lint_objects(&engine, &[fixtures().join("clean")]);
     assert!(objects.len() >= 5 * 13, "{} objects", objects.len());
     let mut selected = 0;

@@ -13,8 +13,9 @@
 
 use credlint::cli::settings::Settings;
 use credlint::cli::suppress;
+use credlint::exec::Executor;
+use credlint::lint::Options;
 use credlint::lint::catalog::Catalog;
-use credlint::lint::engine::{Engine, Options};
 use credlint::load::input;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -41,7 +42,7 @@ fn lint(path: &Path, mut options: Options) -> Vec<(String, usize, usize, String)
     let collected = input::collect(&[path], &exclude);
     let (files, errors) = (collected.files, collected.errors);
     assert!(errors.is_empty(), "{errors:?}");
-    let engine = Engine::new(options).expect("the catalog compiles");
+    let engine = Executor::new(options).expect("the catalog compiles");
     let mut outcome = engine.run(&files, Vec::new());
     assert!(
         outcome.input_errors.is_empty(),
@@ -85,7 +86,7 @@ fn simulate(path: &Path) -> Vec<(String, usize, usize, String)> {
         },
         ..Options::default()
     };
-    let outcome = Engine::new(options).unwrap().run(&files, Vec::new());
+    let outcome = Executor::new(options).unwrap().run(&files, Vec::new());
     // The program that never ends is held to a short limit, so the suite does not wait for it;
     // every other program gets room for a loaded machine (at 2 s the reference program timed
     // out under a load average of 24, a false runtime-failed).
@@ -262,7 +263,7 @@ fn every_clean_rendering_yields_no_finding() {
         let findings = lint(&path, Options::default());
         assert_eq!(findings, vec![], "{}", path.display());
     }
-    let engine = Engine::new(Options::default()).unwrap();
+    let engine = Executor::new(Options::default()).unwrap();
     let files = input::collect(&[root], &[]).files;
     let outcome = engine.run(&files, Vec::new());
     assert_eq!(

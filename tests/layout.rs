@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 /// The stages, lowest first (the order `src/lib.rs` and the README give).
 const STAGES: &[&str] = &[
-    "common", "load", "model", "runtime", "lint", "cache", "report", "policy", "cli",
+    "common", "load", "model", "runtime", "lint", "cache", "report", "policy", "exec", "cli",
 ];
 
 fn src() -> PathBuf {

@@ -13,10 +13,12 @@
 //! `CREDLINT_PROP_FAMILY=<rule>` runs one mutation family alone; a failure
 //! prints the seed, the case number and every file of the case.
 
+use credlint::exec::Executor;
+use credlint::lint::Options;
 use credlint::lint::catalog::Catalog;
-use credlint::lint::engine::{Engine, Options, Outcome};
 use credlint::lint::kyverno::{PolicyFile, PolicySet};
 use credlint::load::yaml::{self, Parsed};
+use credlint::model::outcome::Outcome;
 use credlint::testkit::{self, Case, FAMILIES, Rng, UNREACHABLE};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -43,8 +45,8 @@ fn rng(property: u64, n: usize) -> Rng {
     Rng::new(base.next_u64() ^ (n as u64).wrapping_mul(0xD1B5_4A32_D192_ED03))
 }
 
-fn engine(case: &Case) -> Engine {
-    Engine::new(Options {
+fn engine(case: &Case) -> Executor {
+    Executor::new(Options {
         credentials_image: case.credentials_image.clone(),
         ..Options::default()
     })
@@ -241,7 +243,7 @@ fn simulate(case: &Case) -> Vec<String> {
         credentials_image: case.credentials_image.clone(),
         ..Options::default()
     };
-    let outcome = Engine::new(options)
+    let outcome = Executor::new(options)
         .unwrap()
         .run(&case.inputs(), Vec::new());
     // No family hangs, so the limit only has to outlast a loaded machine: at 5 s the valid

@@ -2,7 +2,8 @@
 //! keeps bundles); the findings must be the same either way, including for members that arrive
 //! after their bundle was complete. The verdict cache must not change findings either.
 
-use credlint::lint::engine::{Engine, Options};
+use credlint::exec::Executor;
+use credlint::lint::Options;
 use credlint::load::input;
 use credlint::model::members::Keep;
 use std::path::{Path, PathBuf};
@@ -18,10 +19,12 @@ fn findings(paths: &[PathBuf], keep: bool, threads: usize) -> Vec<String> {
             bundles: keep,
             programs: false,
         },
-        threads: Some(threads),
         ..Options::default()
     };
-    let outcome = Engine::new(options).unwrap().run(&files, Vec::new());
+    let outcome = Executor::new(options)
+        .unwrap()
+        .threads(Some(threads))
+        .run(&files, Vec::new());
     outcome
         .findings
         .iter()

@@ -1,7 +1,8 @@
 //! What the targets share: the fuzzer's bytes as choices, and one engine per thread.
 
 use arbitrary::Unstructured;
-use credlint::lint::engine::{Engine, Options};
+use credlint::exec::Executor;
+use credlint::lint::Options;
 
 /// The fuzzer's bytes as the generators' choices (0 once they run out).
 pub struct Fuzzed<'u, 'a>(pub &'u mut Unstructured<'a>);
@@ -16,12 +17,12 @@ impl credlint::testkit::Choices for Fuzzed<'_, '_> {
 }
 
 thread_local! {
-    pub static ENGINE: Engine = Engine::new(Options::default()).expect("the catalog compiles");
+    pub static ENGINE: Executor = Executor::new(Options::default()).expect("the catalog compiles");
 }
 
 /// Lints in-memory files twice and checks the run's invariants: the same report both times,
 /// every location inside its file. Returns the report.
-pub fn lint_twice(engine: &Engine, files: &[(String, String)]) -> credlint::lint::engine::Outcome {
+pub fn lint_twice(engine: &Executor, files: &[(String, String)]) -> credlint::model::outcome::Outcome {
     let inputs: Vec<credlint::load::input::InputFile> = files
         .iter()
         .map(|(path, text)| credlint::load::input::InputFile {

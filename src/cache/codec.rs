@@ -4,12 +4,12 @@
 //! (`None`), never trusted or panicked on.
 
 use crate::common::sha256::Sha256State;
-use crate::lint::engine::{FileOut, IgnoreAnnotation};
 use crate::load::source::{At, Loc};
 use crate::load::yaml::Span;
 use crate::model::bundle::{
     ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, Volume,
 };
+use crate::model::outcome::{FileOut, IgnoreAnnotation};
 use crate::model::writers::{self, Subject, WriterKind};
 use crate::model::{Finding, Label, ObjectRef, Severity, Suppression};
 
@@ -51,7 +51,6 @@ pub fn decode(bytes: &[u8], file: usize) -> Option<FileOut> {
     let render_writers = r.seq(Reader::render_writer)?;
     // Trailing bytes mean a writer this reader does not know.
     (r.at == bytes.len()).then(|| FileOut {
-        places: Vec::new(),
         writers: render_writers,
         findings,
         members,

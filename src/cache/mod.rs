@@ -23,7 +23,8 @@
 mod codec;
 mod files;
 
-use crate::lint::engine::{FileOut, Memo, MemoKey, Options};
+use crate::lint::Options;
+use crate::model::outcome::{FileOut, Memo, MemoKey};
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -332,7 +333,6 @@ fn fingerprint(options: &Options) -> [u8; 32] {
         credentials_image,
         keep,
         policies,
-        threads: _,
         pragma_everywhere,
     } = options;
     let mut state = Sha256::new();

@@ -1,5 +1,6 @@
 use super::*;
-use crate::lint::engine::Engine;
+use crate::common::spread::Serial;
+use crate::lint::Linter;
 use crate::testkit::TempDir;
 
 /// A result as the test compares it: everything but the timings.
@@ -20,22 +21,32 @@ fn temp(name: &str) -> (TempDir, PathBuf) {
 /// moved to that file; one byte less of any encoding is refused.
 #[test]
 fn every_fixture_result_survives_the_format() {
-    let engine = Engine::new(Options::default()).unwrap();
+    let engine = Linter::new(Options::default()).unwrap();
     let texts = crate::testkit::fixture_texts();
     assert!(texts.len() > 100);
     for text in &texts {
-        let out = engine.lint_bytes(3, "a.yaml", text.as_bytes()).unwrap();
+        let out = engine
+            .lint_bytes(3, "a.yaml", text.as_bytes(), &Serial)
+            .unwrap();
         let bytes = codec::encode(&out, 3).expect("every place is in file 3");
         let back = codec::decode(&bytes, 3).expect("decodes");
         assert_eq!(
             shown(back),
-            shown(engine.lint_bytes(3, "a.yaml", text.as_bytes()).unwrap()),
+            shown(
+                engine
+                    .lint_bytes(3, "a.yaml", text.as_bytes(), &Serial)
+                    .unwrap()
+            ),
             "{text}"
         );
         let moved = codec::decode(&bytes, 7).unwrap();
         assert_eq!(
             shown(moved),
-            shown(engine.lint_bytes(7, "a.yaml", text.as_bytes()).unwrap()),
+            shown(
+                engine
+                    .lint_bytes(7, "a.yaml", text.as_bytes(), &Serial)
+                    .unwrap()
+            ),
             "moved to another file number"
         );
         for cut in [0, bytes.len() / 2, bytes.len().saturating_sub(1)] {
@@ -50,7 +61,11 @@ fn every_fixture_result_survives_the_format() {
     // A result with a place in another file cannot be moved: it is not kept.
     let with_findings = texts
         .iter()
-        .map(|text| engine.lint_bytes(3, "a.yaml", text.as_bytes()).unwrap())
+        .map(|text| {
+            engine
+                .lint_bytes(3, "a.yaml", text.as_bytes(), &Serial)
+                .unwrap()
+        })
         .find(|out| !out.findings.is_empty());
     let mut out = with_findings.expect("some fixture has findings");
     assert!(codec::encode(&out, 3).is_some());
@@ -81,7 +96,7 @@ fn garbage_is_refused_without_panicking() {
 #[test]
 fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
     let (_base, dir) = temp("entries");
-    let engine = Engine::new(Options::default()).unwrap();
+    let engine = Linter::new(Options::default()).unwrap();
     let cache = Cache::open(&dir, &Options::default()).unwrap();
     assert!(
         std::fs::read_to_string(dir.join(".gitignore"))
@@ -90,7 +105,7 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
             .any(|l| l == "*")
     );
     let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
-    let out = engine.lint_bytes(0, "a.yaml", &text).unwrap();
+    let out = engine.lint_bytes(0, "a.yaml", &text, &Serial).unwrap();
     let key = cache.key(true, &text);
     assert!(cache.recall(&key, 0).is_none(), "empty cache");
     cache.remember(&key, 0, &out);
@@ -98,7 +113,7 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
     let good = std::fs::read(&path).unwrap();
     assert_eq!(
         shown(cache.recall(&key, 2).unwrap()),
-        shown(engine.lint_bytes(2, "a.yaml", &text).unwrap())
+        shown(engine.lint_bytes(2, "a.yaml", &text, &Serial).unwrap())
     );
     // Another key's entry under this key's name, a flipped byte anywhere, a cut, garbage.
     let other_key = cache.key(true, b"other bytes");
@@ -173,15 +188,6 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
     ] {
         keys.push(Cache::open(&dir, &options).unwrap().key(true, &text).key);
     }
-    // Threads change no verdict: the same key.
-    let threaded = Options {
-        threads: Some(7),
-        ..Options::default()
-    };
-    assert_eq!(
-        Cache::open(&dir, &threaded).unwrap().key(true, &text).key,
-        key.key
-    );
     let distinct: std::collections::HashSet<_> = keys.iter().collect();
     assert_eq!(distinct.len(), keys.len(), "two inputs share a key");
 }
@@ -258,10 +264,10 @@ fn a_folder_that_is_not_a_cache_gets_no_gitignore() {
 #[test]
 fn a_link_under_an_entry_name_is_a_miss_and_replaced() {
     let (base, dir) = temp("link");
-    let engine = Engine::new(Options::default()).unwrap();
+    let engine = Linter::new(Options::default()).unwrap();
     let cache = Cache::open(&dir, &Options::default()).unwrap();
     let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
-    let out = engine.lint_bytes(0, "a.yaml", &text).unwrap();
+    let out = engine.lint_bytes(0, "a.yaml", &text, &Serial).unwrap();
     let key = cache.key(true, &text);
     // A whole, valid entry, reachable only through the link.
     cache.remember(&key, 0, &out);
@@ -281,11 +287,15 @@ fn a_link_under_an_entry_name_is_a_miss_and_replaced() {
 #[test]
 fn a_hit_refreshes_an_old_entry_only() {
     let (_base, dir) = temp("refresh");
-    let engine = Engine::new(Options::default()).unwrap();
+    let engine = Linter::new(Options::default()).unwrap();
     let cache = Cache::open(&dir, &Options::default()).unwrap();
     let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
     let key = cache.key(true, &text);
-    cache.remember(&key, 0, &engine.lint_bytes(0, "a.yaml", &text).unwrap());
+    cache.remember(
+        &key,
+        0,
+        &engine.lint_bytes(0, "a.yaml", &text, &Serial).unwrap(),
+    );
     let path = cache.path(&key.key);
     let set = |age: Duration| {
         let f = std::fs::File::options().append(true).open(&path).unwrap();
@@ -336,9 +346,9 @@ fn the_checksum_sees_every_byte_and_the_length() {
 #[test]
 fn the_folder_is_listed_only_when_the_ledger_says_it_is_due() {
     let (_base, dir) = temp("ledger");
-    let engine = Engine::new(Options::default()).unwrap();
+    let engine = Linter::new(Options::default()).unwrap();
     let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
-    let out = engine.lint_bytes(0, "a.yaml", &text).unwrap();
+    let out = engine.lint_bytes(0, "a.yaml", &text, &Serial).unwrap();
     let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()

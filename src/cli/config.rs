@@ -144,7 +144,8 @@ pub const RULE_SETTINGS: &[(&str, &[RuleSetting])] = &[(
 )];
 
 /// The keys of the top level and of `[rules]` (besides the `[rules.<id>]` tables), for the
-/// schema and its test.
+/// schema's test.
+#[cfg(test)]
 pub fn known_keys() -> [&'static [&'static str]; 3] {
     [TOP_KEYS, RULES_KEYS, PER_PATH_KEYS]
 }

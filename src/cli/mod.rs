@@ -9,7 +9,6 @@
 pub mod config;
 pub mod config_schema;
 pub mod docs;
-pub mod head_start;
 pub mod output;
 pub mod policies;
 pub mod precommit;
@@ -18,10 +17,12 @@ pub mod simulate;
 pub mod suggest;
 pub mod suppress;
 
+use crate::exec::Executor;
+use crate::lint::Options;
 use crate::lint::catalog::Catalog;
-use crate::lint::engine::{Engine, Memo, Options, Outcome};
 use crate::load::input;
 use crate::model::Severity;
+use crate::model::outcome::{Memo, Outcome};
 use crate::report::{self, Texts};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use settings::{Flags, Settings};
@@ -279,35 +280,10 @@ pub(crate) fn usage_error(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The program: a `check` that names files analyses their programs on this thread while the
-/// rest runs on another ([`head_start`]); every command line is parsed and run by
-/// [`parse_and_run`].
-pub fn main() -> ExitCode {
-    let Some((head_start, analysis)) = head_start::HeadStart::plan(std::env::args_os()) else {
-        return parse_and_run(head_start::HeadStart::default());
-    };
-    // The analysis runs here, the rest on a new thread ([`head_start`]), with the stack a main
-    // thread has, started on the other CPU ([`crate::common::place`]).
-    let rest = crate::common::place::spawn(
-        std::thread::Builder::new()
-            .name("credlint-check".into())
-            .stack_size(8 * 1024 * 1024),
-        move || parse_and_run(head_start),
-    );
-    match rest {
-        Ok(rest) => {
-            analysis();
-            rest.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        }
-        // No thread to be had: linting analyses the programs itself.
-        Err(_) => parse_and_run(head_start::HeadStart::default()),
-    }
-}
-
-/// Parses the command line (keeping where each `--format` and `--output-file` stood, to pair
-/// them) and runs it.
-fn parse_and_run(head_start: head_start::HeadStart) -> ExitCode {
+/// The program: parses the command line (keeping where each `--format` and `--output-file`
+/// stood, to pair them) and runs it. `tune` is told the allocator policy a run needs, where the
+/// binary has an allocator to tune.
+pub fn main(tune: Option<Tune>) -> ExitCode {
     let matches = Cli::command().get_matches();
     let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
@@ -318,18 +294,59 @@ fn parse_and_run(head_start: head_start::HeadStart) -> ExitCode {
         Command::Simulate(args) => output::locate(&mut args.output, &matches),
         _ => {}
     }
-    run(cli, head_start)
+    let Command::Check(args) = &cli.command else {
+        return run(cli, tune, crate::exec::Ahead::default());
+    };
+    // A check of a few named files analyses their programs on this thread while the rest of
+    // the command runs on a new one ([`crate::exec::analyse_ahead`]).
+    let named: Vec<input::InputFile> = args
+        .paths
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+        .map(|p| input::InputFile {
+            display: input::display_path(p),
+            origin: input::Origin::File(p.clone()),
+        })
+        .collect();
+    let ahead = (named.len() == args.paths.len())
+        .then(|| crate::exec::analyse_ahead(&named))
+        .flatten();
+    let Some((mut ahead, job)) = ahead else {
+        return run(cli, tune, crate::exec::Ahead::default());
+    };
+    if args.no_cache {
+        // Nothing to wait for: every program is analysed.
+        ahead.cache(None);
+        ahead = crate::exec::Ahead::default();
+    }
+    let rest = crate::exec::place::spawn(
+        std::thread::Builder::new()
+            .name("credlint-check".into())
+            .stack_size(8 << 20),
+        move || run(cli, tune, ahead),
+    );
+    match rest {
+        Ok(rest) => {
+            job();
+            rest.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        }
+        Err(e) => usage_error(format!("cannot start a thread: {e}")),
+    }
 }
 
-/// Runs a parsed command line; `head_start` is what a `check` line started before it was
-/// parsed ([`head_start`]).
-pub fn run(cli: Cli, head_start: head_start::HeadStart) -> ExitCode {
+/// What the binary does with the allocator policy of a run ([`crate::exec::Memory`]).
+pub type Tune = fn(crate::exec::Memory);
+
+/// Runs a parsed command line; `ahead` is the create.py analysis a `check` began, waiting to
+/// learn what the cache holds.
+pub fn run(cli: Cli, tune: Option<Tune>, ahead: crate::exec::Ahead) -> ExitCode {
     match cli.command {
-        Command::Check(args) => check(args, head_start),
+        Command::Check(args) => check(args, tune, ahead),
         Command::Rules { format } => rules(format),
         Command::Explain { id } => explain(&id),
         Command::Policies(args) => crate::cli::policies::run(args),
-        Command::Simulate(args) => simulate(args),
+        Command::Simulate(args) => simulate(args, tune),
         Command::Completions { shell } => completions(shell),
         Command::ConfigSchema => {
             let text = config_schema::text();
@@ -379,7 +396,7 @@ pub(crate) fn resolve_settings(
     })
 }
 
-fn check(args: CheckArgs, head_start: head_start::HeadStart) -> ExitCode {
+fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> ExitCode {
     let targets = match args.output.targets() {
         Ok(targets) => targets,
         Err(e) => return usage_error(e),
@@ -397,11 +414,7 @@ fn check(args: CheckArgs, head_start: head_start::HeadStart) -> ExitCode {
         exclude: args.exclude.clone(),
         no_inline_ignores: false,
     };
-    // The files named on the command line (a pre-commit hook's) have had their programs
-    // analysed on the program's first thread since it started (`head_start`), which waits to
-    // learn which files the cache holds, once it is open.
     let cache_dir = crate::cache::folder(args.cache_dir.as_deref(), args.no_cache);
-    let tell_prewarm = head_start.cache;
     let settings = match settings(&args.config, flags) {
         Ok(settings) => settings,
         Err(code) => return code,
@@ -419,23 +432,23 @@ fn check(args: CheckArgs, head_start: head_start::HeadStart) -> ExitCode {
             programs: false,
         },
         policies,
-        threads: threads(args.threads),
         pragma_everywhere: settings.pragma_everywhere,
     };
     let cache = open_cache(cache_dir, &options);
-    if let Some(tell) = tell_prewarm {
-        // The prewarm thread waits for this (it ends without analysing if it never comes).
-        let _ = tell.send(
-            cache
-                .as_ref()
-                .map(|c| Box::new(c.holds()) as crate::lint::checks::runtime::Cached),
-        );
-    }
+    let run = Schedule {
+        threads: threads(args.threads),
+        tune,
+    };
+    ahead.cache(
+        cache
+            .as_ref()
+            .map(|c| Box::new(c.holds()) as crate::exec::Held),
+    );
     let memo = cache.as_ref().map(|c| c as &dyn Memo);
     let linted = if args.pre_commit {
-        lint_changed(&args.paths, &settings.exclude, options, memo)
+        lint_changed(&args.paths, &settings.exclude, options, run, memo)
     } else {
-        lint(&args.paths, &settings.exclude, options, memo).map(|(o, t)| (o, t, None))
+        lint(&args.paths, &settings.exclude, options, run, memo).map(|(o, t)| (o, t, None))
     };
     if let Some(cache) = &cache {
         cache.finish();
@@ -488,7 +501,7 @@ fn check(args: CheckArgs, head_start: head_start::HeadStart) -> ExitCode {
     }
     // `check` runs only as the process's command, and the process ends here: what the run
     // built (every bundle of a --pre-commit run, the texts) is left to the end of the process
-    // rather than freed piece by piece, 60 ms on one thread for a 4,000-bundle tree.
+    // rather than freed piece by piece on one thread.
     std::mem::forget(outcome);
     std::mem::forget(texts);
     code
@@ -507,15 +520,22 @@ fn lint_changed(
     paths: &[PathBuf],
     exclude: &[String],
     options: Options,
+    run: Schedule,
     memo: Option<&dyn Memo>,
 ) -> Result<(Outcome, Texts, Option<std::collections::HashSet<usize>>), ExitCode> {
-    let (outcome, changed) =
-        crate::cli::precommit::lint(std::path::Path::new("."), paths, exclude, options, memo)
-            .map_err(usage_error)?;
+    let (outcome, changed) = crate::cli::precommit::lint(
+        std::path::Path::new("."),
+        paths,
+        exclude,
+        options,
+        run,
+        memo,
+    )
+    .map_err(usage_error)?;
     Ok((outcome, Texts { stdin: None }, Some(changed)))
 }
 
-fn simulate(args: SimulateArgs) -> ExitCode {
+fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
     if args.timeout == 0 {
         return usage_error("--timeout must be at least 1 second: it bounds each run of a program");
     }
@@ -538,10 +558,13 @@ fn simulate(args: SimulateArgs) -> ExitCode {
             bundles: true,
             programs: true,
         },
-        threads: threads(args.threads),
         ..Options::default()
     };
-    let (mut outcome, texts) = match lint(&args.paths, &settings.exclude, options, None) {
+    let run = Schedule {
+        threads: threads(args.threads),
+        tune,
+    };
+    let (mut outcome, texts) = match lint(&args.paths, &settings.exclude, options, run, None) {
         Ok(run) => run,
         Err(code) => return code,
     };
@@ -606,12 +629,46 @@ fn read_files<'a>(
         .chain(settings.config_file.iter().map(|(path, _)| path.as_path()))
 }
 
-/// Collects the inputs and runs the engine; `Err` carries the exit code of a run that could not
+/// How a command's run is scheduled: its threads, and the allocator's tuning.
+#[derive(Clone, Copy, Default)]
+pub struct Schedule {
+    pub threads: Option<usize>,
+    pub tune: Option<Tune>,
+}
+
+impl Schedule {
+    /// The executor for `options`, and the inputs `walk` lists: a run of named files compiles
+    /// its rules when the first file needs them (a warm run whose files the cache holds does
+    /// not compile them at all); a folder to walk, or standard input to wait for, leaves time
+    /// to compile them meanwhile. The allocator is told the run's policy once the inputs are
+    /// known.
+    pub fn start<T>(
+        self,
+        options: Options,
+        named_files_only: bool,
+        walk: impl FnOnce() -> T,
+        files: impl FnOnce(&T) -> &[input::InputFile],
+    ) -> (T, std::sync::Arc<Executor>) {
+        let executor = std::sync::Arc::new(Executor::deferred(options).threads(self.threads));
+        let (listed, executor) = if named_files_only {
+            (walk(), executor)
+        } else {
+            crate::exec::compile_while(executor, walk)
+        };
+        if let Some(tune) = self.tune {
+            tune(crate::exec::Memory::for_inputs(files(&listed)));
+        }
+        (listed, executor)
+    }
+}
+
+/// Collects the inputs and runs them; `Err` carries the exit code of a run that could not
 /// start.
 fn lint(
     paths: &[PathBuf],
     exclude: &[String],
     options: Options,
+    run: Schedule,
     memo: Option<&dyn Memo>,
 ) -> Result<(Outcome, Texts), ExitCode> {
     let paths = if paths.is_empty() {
@@ -622,17 +679,13 @@ fn lint(
     if paths.iter().filter(|p| is_stdin(p)).count() > 1 {
         return Err(usage_error("standard input (`-`) can be read only once"));
     }
-    // Only a folder to walk, or standard input to wait for, leaves time to compile the rules
-    // in: a run of named files compiles them when the first file needs them, so a warm run
-    // whose files the cache holds does not compile them at all.
-    let (collected, engine) = if paths.iter().all(|p| !is_stdin(p) && p.is_file()) {
-        (
-            input::collect(&paths, exclude),
-            std::sync::Arc::new(Engine::deferred(options)),
-        )
-    } else {
-        compile_while(options, || input::collect(&paths, exclude))
-    };
+    let named_files_only = paths.iter().all(|p| !is_stdin(p) && p.is_file());
+    let (collected, executor) = run.start(
+        options,
+        named_files_only,
+        || input::collect(&paths, exclude),
+        |c| &c.files,
+    );
     let input::Collected {
         files,
         errors,
@@ -656,29 +709,8 @@ fn lint(
     }
     // Standard input is read once, up front; the text report needs it again.
     let (files, stdin) = take_stdin(files).map_err(|e| usage_error(format!("-: {e}")))?;
-    let outcome = engine.run_with(&files, errors, memo);
+    let outcome = executor.run_with(&files, errors, memo);
     Ok((outcome, Texts { stdin }))
-}
-
-/// The rules compiled on a thread of their own while `walk` lists the inputs: a tree of
-/// thousands of files takes longer to list than the rules to compile. The thread is not waited
-/// for: a file the cache does not hold waits for the rules when it needs them, and a run whose
-/// every file the cache holds ends without them.
-pub(crate) fn compile_while<T>(
-    options: Options,
-    walk: impl FnOnce() -> T,
-) -> (T, std::sync::Arc<Engine>) {
-    let engine = std::sync::Arc::new(Engine::deferred(options));
-    let compiling = std::sync::Arc::clone(&engine);
-    // No thread to be had: the first file that needs the rules compiles them.
-    let _ = crate::common::place::spawn(
-        std::thread::Builder::new().name("credlint-rules".into()),
-        move || {
-            // A failure is met again, and reported, by the first file that needs the rules.
-            let _ = compiling.compiled();
-        },
-    );
-    (walk(), engine)
 }
 
 /// Exit 2 when the run read no Kubernetes object and found nothing wrong: no document, only

@@ -8,7 +8,7 @@
 //! sarif`), and a lone file with no format at all gets the text report.
 
 use super::Format;
-use crate::lint::engine::Outcome;
+use crate::model::outcome::Outcome;
 use crate::report::{self, terminal};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

@@ -9,8 +9,9 @@
 
 use super::settings::{Flags, Settings};
 use super::usage_error;
+use crate::exec::Executor;
+use crate::lint::Options as EngineOptions;
 use crate::lint::catalog::Catalog;
-use crate::lint::engine::{Engine, Options as EngineOptions};
 use crate::lint::kyverno::{PolicyFile, PolicySet, Verdict};
 use crate::load::input;
 use crate::load::yaml::{self, Parsed, Span};
@@ -447,7 +448,7 @@ pub fn entries(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Lints `paths` as one run and returns every object with the rules reported on it.
-pub fn lint_objects(engine: &Engine, paths: &[PathBuf]) -> Vec<FixtureObject> {
+pub fn lint_objects(engine: &Executor, paths: &[PathBuf]) -> Vec<FixtureObject> {
     let args: Vec<String> = paths
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
@@ -535,7 +536,7 @@ fn kyverno_test(
             generated.rule, u.reason
         ));
     }
-    let engine = Engine::new(engine_options(options))?;
+    let engine = Executor::new(engine_options(options))?;
     let mut used: Vec<(String, String, String)> = Vec::new();
     let mut expected = Vec::new();
     let mut resources = Vec::new();

@@ -6,8 +6,9 @@
 //! split bundle therefore reports nothing, and breaking one reports the bundle's findings even
 //! when they point into a file the commit did not change.
 
-use crate::lint::engine::{Options, Outcome};
+use crate::lint::Options;
 use crate::load::input::{self, InputError, InputFile};
+use crate::model::outcome::Outcome;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -97,12 +98,18 @@ pub fn lint(
     paths: &[PathBuf],
     exclude: &[String],
     options: Options,
-    memo: Option<&dyn crate::lint::engine::Memo>,
+    run: crate::cli::Schedule,
+    memo: Option<&dyn crate::model::outcome::Memo>,
 ) -> Result<(Outcome, HashSet<usize>), String> {
     if paths.iter().any(|p| p.as_os_str() == "-") {
         return Err("--pre-commit takes the changed files, not standard input".into());
     }
-    let (inputs, engine) = crate::cli::compile_while(options, || inputs(root, paths, exclude));
+    let (inputs, engine) = run.start(
+        options,
+        false,
+        || inputs(root, paths, exclude),
+        |i| &i.files,
+    );
     for w in &inputs.warnings {
         eprintln!("credlint: warning: {}: {}", w.path, w.message);
     }
@@ -127,7 +134,7 @@ pub fn lint(
 
 /// Keeps the findings the changed files touch (see the module comment).
 /// The bundles with a member in a changed file are those the run marked
-/// ([`crate::lint::engine::Engine::run_marking`]), so no bundle is kept to the end for this.
+/// ([`crate::exec::Executor::run_marking`]), so no bundle is kept to the end for this.
 pub fn narrow(outcome: &mut Outcome, changed: &HashSet<usize>) {
     let bundles = &outcome.touched;
     outcome.findings.retain(|f| {

@@ -6,8 +6,8 @@
 use crate::cli::config::{self, Config};
 use crate::cli::suppress;
 use crate::lint::catalog::Catalog;
-use crate::lint::engine::Outcome;
 use crate::model::Severity;
+use crate::model::outcome::Outcome;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {

@@ -12,7 +12,7 @@
 
 use crate::lint::catalog::Catalog;
 use crate::lint::checks::Emit;
-use crate::lint::engine::{IGNORE_ANNOTATION, IgnoreAnnotation, Outcome};
+use crate::model::outcome::{IGNORE_ANNOTATION, IgnoreAnnotation, Outcome};
 use crate::model::{Finding, Suppression};
 
 pub const INVALID: &str = "ignore-invalid";

@@ -1,12 +1,11 @@
 //! Helpers with users in more than one stage; below every stage, importing none of them.
 
-pub mod place;
 pub mod sha256;
+pub mod spread;
 pub mod wordhash;
 
 /// `bytes` in lower-case hexadecimal, two digits a byte (a cache entry's name, a Job-name
-/// hash): by table, since a warm run names thousands of entries and `format!` per byte was 4%
-/// of it.
+/// hash): by table, since a warm run names thousands of entries.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);

@@ -49,14 +49,12 @@ impl Sha256State {
 
     /// `bytes` holds whole blocks.
     fn compress(&mut self, bytes: &[u8]) {
-        let whole = &bytes[..bytes.len() / 64 * 64];
-        // SAFETY: a GenericArray of 64 bytes is laid out as `[u8; 64]` (repr(transparent),
-        // alignment 1: `GenericArray::from_slice` makes the same cast), and `whole` holds
-        // `len / 64` of them. All blocks in one call: the SHA extensions load and store the
-        // chaining value once per call, not once per block.
-        let blocks: &[GenericArray<u8, sha2::digest::consts::U64>] =
-            unsafe { std::slice::from_raw_parts(whole.as_ptr().cast(), whole.len() / 64) };
-        sha2::compress256(&mut self.chain, blocks);
+        for block in bytes.chunks_exact(64) {
+            sha2::compress256(
+                &mut self.chain,
+                std::slice::from_ref(GenericArray::from_slice(block)),
+            );
+        }
     }
 
     /// The digest of everything that went in (FIPS 180-4, 5.1.1: a 1 bit, zeros, the length).

@@ -8,6 +8,7 @@
 //! is not followed, and a warning names the link and its target (never what it holds). Only
 //! regular files are read: a device, FIFO or socket is refused, walked or named.
 
+use crate::common::spread::{Serial, Spread};
 use std::ffi::OsStr;
 use std::fs::Metadata;
 use std::io::Read;
@@ -55,53 +56,6 @@ pub const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
 /// an endless pipe cannot fill the memory. Rendered manifests are a few MB; the API server
 /// refuses a request body over 3 MiB.
 pub const MAX_INPUT_BYTES: u64 = 256 << 20;
-
-/// Input bytes read in this process past which a run counts as large (see [`on_memory`]).
-pub const LARGE_RUN_BYTES: u64 = 4 << 20;
-
-/// What a run's memory is doing, for the binary to tune its allocator by (see [`on_memory`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Memory {
-    /// The inputs read have passed [`LARGE_RUN_BYTES`]: from now on the run's peak is what
-    /// counts, so freed memory should go back to the system once it is clearly not reused.
-    Large,
-    /// A buffer of unknown final size (standard input) grows past [`LARGE_RUN_BYTES`]: each
-    /// step frees the one before, which should go back at once, before the next doubles it.
-    Growing,
-    /// A file of [`LARGE_FILE_BYTES`] or more is read whole: the run's peak is now the file's
-    /// own, and the pages its documents free are reused by the next ones, so nothing should go
-    /// back (giving them back made later documents fault them in again).
-    Whole,
-}
-
-/// A file this large, held whole while it is linted, sets the run's peak (see [`Memory::Whole`]).
-pub const LARGE_FILE_BYTES: usize = 16 << 20;
-
-static READ_SO_FAR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static ON_MEMORY: std::sync::OnceLock<fn(Memory)> = std::sync::OnceLock::new();
-static WENT_LARGE: std::sync::Once = std::sync::Once::new();
-
-/// Sets what is told when a run turns large, or grows a buffer of unknown size: the binary's
-/// allocator keeps freed memory while the run is small (a pre-commit hook's file reuses every
-/// page it frees, and giving one back costs a system call and a TLB flush on the other cores),
-/// and gives it back later or at once when the peak is what counts. The first setting stays.
-pub fn on_memory(hook: fn(Memory)) {
-    let _ = ON_MEMORY.set(hook);
-}
-
-fn tell(memory: Memory) {
-    if let Some(hook) = ON_MEMORY.get() {
-        hook(memory);
-    }
-}
-
-fn count_read(bytes: usize) {
-    use std::sync::atomic::Ordering;
-    let total = READ_SO_FAR.fetch_add(bytes as u64, Ordering::Relaxed) + bytes as u64;
-    if total >= LARGE_RUN_BYTES && ON_MEMORY.get().is_some() {
-        WENT_LARGE.call_once(|| tell(Memory::Large));
-    }
-}
 
 /// The largest ignore file (`.gitignore`, `.git/info/exclude`, the global excludes) the walk
 /// honours: 1 MiB, tens of thousands of patterns. A larger one is refused with exit 2 rather
@@ -355,9 +309,8 @@ fn walk(root: &Path, exclude: &[String], out: &mut Collected) {
     let left = std::mem::take(&mut *left_out.lock().unwrap_or_else(|e| e.into_inner()));
     out.errors.extend(left.errors);
     out.warnings.extend(left.warnings);
-    // In `Path` order, which compares component by component: sorting on a byte key that
-    // orders the same is five times faster on a 4,000-file folder than parsing the components
-    // at every comparison.
+    // In `Path` order, which compares component by component: sorted on a byte key that orders
+    // the same, so the components are not parsed again at every comparison.
     found.sort_by_cached_key(|p| path_order_key(p));
     out.files.extend(found.into_iter().map(|p| InputFile {
         display: display_path(&p),
@@ -474,12 +427,17 @@ fn too_large(limit: u64) -> String {
 /// device is refused before it is opened; what is opened is checked again, and read no
 /// further than the limit, so a file swapped or growing meanwhile cannot make it unbounded.
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    read_bounded_seen(path, limit).map(|(bytes, _)| bytes)
+    read_bounded_seen(path, limit, &Serial).map(|(bytes, _)| bytes)
 }
 
 /// [`read_bounded`], also giving the file's metadata as `fstat` gave it before the read (what
-/// `check`'s cache compares a later run's `stat` with, to know the bytes without reading them).
-pub fn read_bounded_seen(path: &Path, limit: u64) -> Result<(Vec<u8>, Metadata), String> {
+/// `check`'s cache compares a later run's `stat` with, to know the bytes without reading them),
+/// and reading a large file in the pieces `spread` asks for.
+pub fn read_bounded_seen(
+    path: &Path,
+    limit: u64,
+    spread: &impl Spread,
+) -> Result<(Vec<u8>, Metadata), String> {
     use std::os::unix::fs::OpenOptionsExt;
     let meta = std::fs::metadata(path).map_err(|e| describe_io(&e))?;
     if !meta.is_file() {
@@ -504,13 +462,9 @@ pub fn read_bounded_seen(path: &Path, limit: u64) -> Result<(Vec<u8>, Metadata),
     // and is read on to its end, within the limit; a file system that answers in pieces is
     // asked again until the size is reached.
     let expected = usize::try_from(meta.len()).unwrap_or(0);
-    // Counted before the buffer is made, so a large file is read under the large-run policy.
-    count_read(expected);
-    if expected >= LARGE_FILE_BYTES {
-        tell(Memory::Whole);
-    }
     let mut bytes = vec![0; expected + 1];
-    let mut filled = read_in_parts(&file, &mut bytes[..expected]).map_err(|e| describe_io(&e))?;
+    let mut filled =
+        read_in_parts(&file, &mut bytes[..expected], spread).map_err(|e| describe_io(&e))?;
     let mut file = file;
     if filled > 0 {
         // The parts were read at their offsets; reading on starts where they ended.
@@ -545,45 +499,44 @@ pub fn read_bounded_seen(path: &Path, limit: u64) -> Result<(Vec<u8>, Metadata),
     Ok((bytes, meta))
 }
 
-/// A file this large, read on a worker of the engine's pool, is read in parts at once.
-const PARALLEL_READ_BYTES: usize = 16 << 20;
-
-/// Reads the start of `file` into `buffer` in pieces ([`crate::load::pieces`]) on the engine's
-/// pool, each at its own offset: the page faults of a fresh buffer were most of reading an
-/// 84 MB file, the other threads idle meanwhile (nothing of a file can be linted before it is
-/// read). Returns how many bytes from the start were read: 0 off the pool or for a smaller
-/// file (the caller reads it whole), short of `buffer.len()` when the file shrank meanwhile
-/// (the caller reads on and sees its end).
-fn read_in_parts(file: &std::fs::File, buffer: &mut [u8]) -> std::io::Result<usize> {
-    use crate::load::pieces;
-    use rayon::prelude::*;
+/// Reads the start of `file` into `buffer` in the pieces `spread` asks for, each at its own
+/// offset: nothing of a file can be linted before it is read, and the page faults of a fresh
+/// buffer are most of reading it. Returns how many bytes from the start were read: 0 where
+/// `spread` keeps the file whole (the caller reads it), short of `buffer.len()` when the file
+/// shrank meanwhile (the caller reads on and sees its end).
+fn read_in_parts(
+    file: &std::fs::File,
+    buffer: &mut [u8],
+    spread: &impl Spread,
+) -> std::io::Result<usize> {
     use std::os::unix::fs::FileExt;
-    if buffer.len() < PARALLEL_READ_BYTES || !pieces::parallel(buffer.len()) {
+    // Pieces of whole pages, so that no page is faulted in by two threads.
+    let Some(piece) = spread
+        .piece_bytes(buffer.len())
+        .filter(|p| p.is_multiple_of(4096))
+    else {
         return Ok(0);
-    }
-    // Pieces are whole pages, so that no page is faulted in by two threads.
-    const _: () = assert!(pieces::PIECE.is_multiple_of(4096));
-    let counts: Vec<usize> = buffer
-        .par_chunks_mut(pieces::PIECE)
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut done = 0;
-            while done < chunk.len() {
-                match file.read_at(&mut chunk[done..], (i * pieces::PIECE + done) as u64) {
-                    Ok(0) => break,
-                    Ok(n) => done += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
+    };
+    let mut chunks: Vec<(usize, &mut [u8])> = buffer.chunks_mut(piece).enumerate().collect();
+    let counts = spread.map_mut(&mut chunks, |(i, chunk)| {
+        let (i, chunk) = (*i, &mut **chunk);
+        let mut done = 0;
+        while done < chunk.len() {
+            match file.read_at(&mut chunk[done..], (i * piece + done) as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
-            Ok(done)
-        })
-        .collect::<std::io::Result<_>>()?;
+        }
+        Ok(done)
+    });
     // The bytes are the file's up to the first piece that came short.
     let mut filled = 0;
-    for (count, chunk) in counts.iter().zip(buffer.chunks(pieces::PIECE)) {
+    for (count, chunk) in counts.into_iter().zip(buffer.chunks(piece)) {
+        let count = count?;
         filled += count;
-        if *count < chunk.len() {
+        if count < chunk.len() {
             break;
         }
     }
@@ -599,8 +552,7 @@ pub fn read_stdin() -> Result<Vec<u8>, String> {
     // it knows the end has come, doubling a full 256 MiB buffer, and an allocator that grows by
     // copying (the binary's does) then holds both for a moment.
     let mut piece = vec![0; 64 * 1024];
-    let mut growing = false;
-    let result = loop {
+    loop {
         let n = match stdin.read(&mut piece) {
             Ok(0) => break Ok(bytes),
             Ok(n) => n,
@@ -610,30 +562,24 @@ pub fn read_stdin() -> Result<Vec<u8>, String> {
         if (bytes.len() + n) as u64 > MAX_INPUT_BYTES {
             break Err(too_large(MAX_INPUT_BYTES));
         }
-        count_read(n);
-        if !growing && (bytes.len() + n) as u64 >= LARGE_RUN_BYTES {
-            growing = true;
-            tell(Memory::Growing);
-        }
         bytes.extend_from_slice(&piece[..n]);
-    };
-    if growing {
-        tell(Memory::Large);
     }
-    result
 }
 
 /// Reads a file's bytes, bounded by the size cap.
 pub fn read(file: &InputFile) -> Result<Vec<u8>, String> {
-    read_seen(file).map(|(bytes, _)| bytes)
+    read_seen(file, &Serial).map(|(bytes, _)| bytes)
 }
 
-/// [`read`], with the metadata of a file read from disk as it was before the read.
-pub fn read_seen(file: &InputFile) -> Result<(Vec<u8>, Option<Metadata>), String> {
+/// [`read`], with the metadata of a file read from disk as it was before the read, a large one
+/// read in the pieces `spread` asks for.
+pub fn read_seen(
+    file: &InputFile,
+    spread: &impl Spread,
+) -> Result<(Vec<u8>, Option<Metadata>), String> {
     match &file.origin {
-        Origin::File(path) => {
-            read_bounded_seen(path, MAX_INPUT_BYTES).map(|(bytes, meta)| (bytes, Some(meta)))
-        }
+        Origin::File(path) => read_bounded_seen(path, MAX_INPUT_BYTES, spread)
+            .map(|(bytes, meta)| (bytes, Some(meta))),
         Origin::Memory(bytes) => Ok((bytes.as_ref().clone(), None)),
         Origin::Stdin => read_stdin().map(|bytes| (bytes, None)),
     }
@@ -667,68 +613,27 @@ mod tests {
         Temp(dir)
     }
 
-    /// What the tests of this process were told; the hook can be set only once per process.
-    static TOLD: std::sync::Mutex<Vec<Memory>> = std::sync::Mutex::new(Vec::new());
-
-    fn record(memory: Memory) {
-        TOLD.lock().unwrap().push(memory);
-    }
-
-    fn told(memory: Memory) -> usize {
-        TOLD.lock()
-            .unwrap()
-            .iter()
-            .filter(|&&m| m == memory)
-            .count()
-    }
-
-    /// `Large` is told once, when the inputs read pass the mark, whoever reads them.
-    #[test]
-    fn a_large_run_is_announced_once() {
-        on_memory(record);
-        let dir = temp("large");
-        let path = dir.join("big.yaml");
-        std::fs::write(&path, vec![b'#'; LARGE_RUN_BYTES as usize / 2 + 1]).unwrap();
-        // Two halves pass the mark whatever other tests of this process read before.
-        for _ in 0..3 {
-            read_bounded(&path, MAX_INPUT_BYTES).unwrap();
-        }
-        assert_eq!(told(Memory::Large), 1);
-    }
-
-    /// A large file read on the pool, in parts, is the file byte for byte; a file shorter than
-    /// the size it had is read to its real end.
+    /// A large file read in pieces is the file byte for byte; a file shorter than the size it
+    /// had is read to its real end; kept whole, nothing is read in pieces.
     #[test]
     fn a_large_file_read_in_parts_is_the_file() {
+        use crate::testkit::spread::{PIECE, Pieces};
         let dir = temp("parts");
         let path = dir.join("big.yaml");
         // Every 4-byte word differs, so a part read at a wrong offset shows.
-        let size = PARALLEL_READ_BYTES + 12_345;
+        let size = 5 * PIECE + 12_345;
         let bytes: Vec<u8> = (0..size as u32 / 4 + 1)
             .flat_map(u32::to_le_bytes)
             .take(size)
             .collect();
         std::fs::write(&path, &bytes).unwrap();
-        on_memory(record);
-        let before = told(Memory::Whole);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build()
-            .unwrap();
-        let (read, _) = pool
-            .install(|| read_bounded_seen(&path, MAX_INPUT_BYTES))
-            .unwrap();
+        let (read, _) = read_bounded_seen(&path, MAX_INPUT_BYTES, &Pieces).unwrap();
         assert!(read == bytes, "the bytes read differ from the file's");
-        // Held whole, it sets the run's peak: the allocator is told to keep what is freed.
-        assert!(size >= LARGE_FILE_BYTES);
-        assert!(told(Memory::Whole) > before);
         let file = std::fs::File::open(&path).unwrap();
         let mut buffer = vec![0; size + 3 * 4096];
-        let filled = pool.install(|| read_in_parts(&file, &mut buffer)).unwrap();
-        assert_eq!(filled, size);
+        assert_eq!(read_in_parts(&file, &mut buffer, &Pieces).unwrap(), size);
         assert!(buffer[..size] == bytes[..]);
-        // Off the pool nothing is read in parts: the caller reads the file whole.
-        assert_eq!(read_in_parts(&file, &mut buffer).unwrap(), 0);
+        assert_eq!(read_in_parts(&file, &mut buffer, &Serial).unwrap(), 0);
     }
 
     /// The sort key orders paths exactly as `Path` does, on paths where byte order differs.

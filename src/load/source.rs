@@ -1,6 +1,7 @@
 //! The text of one input file, and turning byte offsets into 1-based lines and character columns
 //! without rescanning the file (a diagnostic near the end of a 40 MB file must stay cheap).
 
+use crate::common::spread::{Serial, Spread};
 use crate::load::pieces;
 use crate::load::yaml::Span;
 
@@ -21,22 +22,24 @@ pub struct LineIndex {
     lines_before_block: Vec<u32>,
 }
 
-/// Bytes per entry of the character-count table.
+/// Bytes per entry of the character-count table; pieces of a text indexed apart start at
+/// multiples of it.
 const CHAR_BLOCK: usize = 4096;
-// A large text is indexed in pieces, which must start at blocks.
-const _: () = assert!(pieces::PIECE.is_multiple_of(CHAR_BLOCK));
 
 impl LineIndex {
+    /// The index of `text`, built on this thread.
     pub fn new(text: &str) -> LineIndex {
-        // On a worker of the engine's pool a large file is indexed in pieces in parallel: the
-        // index is built before any of the file's documents can be linted, so on one thread
-        // it would hold up the others. Elsewhere (a report, a small file) it stays on this
-        // thread and never starts a pool.
-        if pieces::parallel(text.len()) {
-            use rayon::prelude::*;
-            let pieces: Vec<LineIndex> = pieces::ranges(text.len())
-                .map(|r| Self::piece(text, r.start, r.end))
-                .collect();
+        Self::spread(text, &Serial)
+    }
+
+    /// The index of `text`, built in the pieces `spread` asks for: the same index either way.
+    pub fn spread(text: &str, spread: &impl Spread) -> LineIndex {
+        if let Some(piece) = spread
+            .piece_bytes(text.len())
+            .filter(|p| p.is_multiple_of(CHAR_BLOCK))
+        {
+            let cuts = pieces::ranges(text.len(), piece);
+            let pieces: Vec<LineIndex> = spread.map(&cuts, |r| Self::piece(text, r.start, r.end));
             let mut whole = LineIndex {
                 starts: Vec::with_capacity(pieces.iter().map(|p| p.starts.len()).sum()),
                 dashed: Vec::with_capacity(pieces.iter().map(|p| p.dashed.len()).sum()),
@@ -85,8 +88,8 @@ impl LineIndex {
         let mut lines_before_block = Vec::with_capacity((to - from) / CHAR_BLOCK + 2);
         let mut chars = 0u32;
         // One pass over the bytes, 64 at a time, finds both the line breaks and the
-        // characters: a third of the time of a memchr2 scan and a count of its own, which
-        // stopped at every one of the short lines of a manifest.
+        // characters: a search for line breaks stops at every one of a manifest's short lines,
+        // and a count of characters would be a second pass.
         for (k, block) in bytes[from..to].chunks(CHAR_BLOCK).enumerate() {
             chars_before_block.push(chars);
             // A start this block's first byte gave (a break just before it) is at or before it.
@@ -366,10 +369,15 @@ pub struct Source<'t> {
 
 impl<'t> Source<'t> {
     pub fn new(file: usize, text: &'t str) -> Self {
+        Self::spread(file, text, &Serial)
+    }
+
+    /// [`Source::new`], its line index built in the pieces `spread` asks for.
+    pub fn spread(file: usize, text: &'t str, spread: &impl Spread) -> Self {
         Source {
             file,
             text,
-            lines: LineIndex::new(text),
+            lines: LineIndex::spread(text, spread),
             yaml_name: true,
         }
     }
@@ -441,6 +449,7 @@ impl<'t> Source<'t> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::spread::{PIECE, Pieces};
 
     #[test]
     fn places_computed_elsewhere_land_on_characters_inside_the_text() {
@@ -494,16 +503,12 @@ mod tests {
         let unit = "ab: é€\r\nx\ry\n\n";
         let text = format!(
             "{}\r\n{}",
-            "a".repeat(pieces::PIECE - 1),
-            unit.repeat(pieces::PARALLEL_FROM / unit.len() + 3 * pieces::PIECE / unit.len())
+            "a".repeat(PIECE - 1),
+            unit.repeat(7 * PIECE / unit.len())
         );
         let serial = LineIndex::new(&text);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        let parallel = pool.install(|| LineIndex::new(&text));
-        assert!(text.len() >= pieces::PARALLEL_FROM);
+        let parallel = LineIndex::spread(&text, &Pieces);
+        assert!(text.len() > 4 * PIECE);
         assert_eq!(parallel.starts, serial.starts);
         assert_eq!(parallel.chars_before_block, serial.chars_before_block);
         assert_eq!(parallel.lines_before_block, serial.lines_before_block);
@@ -607,20 +612,16 @@ mod tests {
                 "{text:?}"
             );
         }
-        // A large text indexed in pieces on a pool, with marker lines across every cut.
+        // A large text indexed in pieces, with marker lines across every cut.
         let unit = "a: 1\r---\n---\r\n--- x\n";
-        let text = unit.repeat(pieces::PARALLEL_FROM / unit.len() + 2 * pieces::PIECE / unit.len());
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        let index = pool.install(|| LineIndex::new(&text));
+        let text = unit.repeat(6 * PIECE / unit.len());
+        let index = LineIndex::spread(&text, &Pieces);
         assert!(index.dashed().eq(searched(&text)));
         // A marker line that starts right at a cut, and one whose LF is the byte before it.
-        let piece = pieces::PIECE;
+        let piece = PIECE;
         for before in [piece - 1, piece - 2] {
             let text = format!("{}\n---\n{}", "a".repeat(before), "b: 1\n".repeat(piece));
-            let index = pool.install(|| LineIndex::new(&text));
+            let index = LineIndex::spread(&text, &Pieces);
             assert_eq!(index.dashed().collect::<Vec<_>>(), [before + 1]);
             assert!(index.dashed().eq(searched(&text)));
         }

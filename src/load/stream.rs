@@ -25,6 +25,14 @@ pub struct Decoded<'b> {
 
 /// Decodes a file's bytes.
 pub fn decode(bytes: &[u8]) -> Decoded<'_> {
+    decode_spread(bytes, &crate::common::spread::Serial)
+}
+
+/// [`decode`], its UTF-8 check done in the pieces `spread` asks for.
+pub fn decode_spread<'b>(
+    bytes: &'b [u8],
+    spread: &impl crate::common::spread::Spread,
+) -> Decoded<'b> {
     if let Some(text) = utf16(bytes) {
         return Decoded {
             text: Cow::Owned(text),
@@ -32,7 +40,7 @@ pub fn decode(bytes: &[u8]) -> Decoded<'_> {
             encoding: Encoding::Utf16,
         };
     }
-    match crate::load::pieces::utf8(bytes) {
+    match crate::load::pieces::utf8(bytes, spread) {
         Ok(text) => Decoded {
             text: Cow::Borrowed(text),
             invalid: Vec::new(),

@@ -380,8 +380,3 @@ fn int(node: Option<&Node>) -> Option<i64> {
         _ => None,
     }
 }
-
-/// Whether a node is a string scalar written as a literal block (`|`).
-pub fn is_literal_block(node: &Node) -> bool {
-    matches!(node.value, Value::Str(_)) && node.style == crate::load::yaml::Style::Literal
-}

@@ -7,4 +7,5 @@ pub use finding::*;
 pub mod bundle;
 pub mod members;
 pub mod object;
+pub mod outcome;
 pub mod writers;

@@ -3,7 +3,7 @@
 //! summary line of the text report.
 
 use super::helm::Sources;
-use crate::lint::engine::Outcome;
+use crate::model::outcome::Outcome;
 
 pub fn write(
     outcome: &Outcome,

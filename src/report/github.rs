@@ -7,8 +7,8 @@
 //! Escaping, as the runner decodes it: in the message, `%`, CR and LF become `%25`, `%0D` and
 //! `%0A`; in the properties also `:` and `,` (`%3A`, `%2C`), which separate them.
 
-use crate::lint::engine::Outcome;
 use crate::model::Severity;
+use crate::model::outcome::Outcome;
 
 pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     for f in outcome.findings.iter().filter(|f| f.suppressed.is_none()) {

@@ -3,7 +3,7 @@
 //! carries that path, so the user fixes the template, not the rendered output.
 
 use super::Texts;
-use crate::lint::engine::Outcome;
+use crate::model::outcome::Outcome;
 use std::collections::HashMap;
 
 const MARKER: &str = "# Source: ";

@@ -3,8 +3,8 @@
 //! (a second place a finding refers to), `suppressed` on a finding a `credlint.io/ignore`
 //! annotation accepts (its reason and where the annotation stands), and `summary.suppressed`.
 
-use crate::lint::engine::Outcome;
 use crate::model::Finding;
+use crate::model::outcome::Outcome;
 use serde::Serialize;
 
 #[derive(Serialize)]

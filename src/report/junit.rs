@@ -10,8 +10,8 @@
 
 use super::Context;
 use crate::lint::catalog::Catalog;
-use crate::lint::engine::Outcome;
 use crate::model::bundle::MemberKind;
+use crate::model::outcome::Outcome;
 use crate::model::{Finding, Scope};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

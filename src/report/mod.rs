@@ -10,8 +10,8 @@ pub mod statistics;
 pub mod terminal;
 pub mod text;
 
-use crate::lint::engine::Outcome;
 use crate::model::Severity;
+use crate::model::outcome::Outcome;
 
 /// What the formats need to know of the run besides its outcome.
 pub struct Context<'a> {

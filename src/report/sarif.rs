@@ -5,8 +5,8 @@
 //! a `credlint.io/ignore` annotation as an in-source suppression carrying its reason.
 
 use crate::lint::catalog::Catalog;
-use crate::lint::engine::Outcome;
 use crate::load::source::Loc;
+use crate::model::outcome::Outcome;
 use crate::model::{Finding, Severity};
 use serde::Serialize;
 

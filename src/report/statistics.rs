@@ -2,8 +2,8 @@
 //! (as ruff's `--statistics`). Suppressed findings are not counted.
 
 use crate::lint::catalog::Catalog;
-use crate::lint::engine::Outcome;
 use crate::model::Severity;
+use crate::model::outcome::Outcome;
 use std::collections::BTreeMap;
 
 /// Each rule that reported, with its severity and count, most first, then by rule id.

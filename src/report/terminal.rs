@@ -71,11 +71,8 @@ pub fn width(
 
 /// The width of the terminal on standard output, when it can be read.
 pub fn stdout_columns() -> Option<usize> {
-    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct passed, which outlives the call;
-    // on a descriptor that is no terminal it fails and writes nothing.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    let read = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
-    (read && size.ws_col > 0).then_some(usize::from(size.ws_col))
+    let (terminal_size::Width(columns), _) = terminal_size::terminal_size_of(std::io::stdout())?;
+    (columns > 0).then_some(usize::from(columns))
 }
 
 #[cfg(test)]

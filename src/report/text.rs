@@ -2,12 +2,12 @@
 //! labelled in its source, the remediation as help), then a summary line.
 //!
 //! miette's stock sources scan from the start of the file for every diagnostic; the source here
-//! keeps a line index, so a finding near the end of a 40 MB file renders in microseconds.
+//! keeps a line index, so a finding near the end of a large file renders without a rescan.
 
 use super::Texts;
 use crate::lint::catalog::Catalog;
-use crate::lint::engine::{IGNORE_ANNOTATION, Outcome};
 use crate::load::source::LineIndex;
+use crate::model::outcome::{IGNORE_ANNOTATION, Outcome};
 use crate::model::{Finding, Severity};
 use miette::{
     GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, MietteError,

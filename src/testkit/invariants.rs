@@ -1,8 +1,8 @@
 //! Properties every run must have, whatever its input: checked by the fuzz targets and the
 //! property tests alike. Each panics with what went wrong.
 
-use crate::lint::engine::Outcome;
 use crate::load::source::Source;
+use crate::model::outcome::Outcome;
 
 /// Every finding lies inside its file: the span within the text and on character boundaries,
 /// the line and column those of the span's start, the end not before the start.

@@ -10,7 +10,9 @@ pub mod emit;
 pub mod faults;
 pub mod generate;
 pub mod invariants;
+pub mod lint;
 pub mod render;
+pub mod spread;
 pub mod temp;
 
 pub use emit::{Layout, render_files};
@@ -100,7 +102,7 @@ pub struct Case {
 }
 
 impl Case {
-    /// The files as in-memory inputs for [`crate::lint::engine::Engine::run`].
+    /// The files as in-memory inputs for [`crate::exec::Executor::run`].
     pub fn inputs(&self) -> Vec<crate::load::input::InputFile> {
         self.files
             .iter()

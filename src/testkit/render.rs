@@ -209,7 +209,8 @@ fn indent(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lint::engine::{Options, check_text};
+    use crate::lint::Options;
+    use crate::testkit::lint::check_text;
 
     #[test]
     fn a_rendered_bundle_is_clean_for_every_kind() {

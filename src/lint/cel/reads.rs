@@ -492,8 +492,8 @@ fn type_tag(node: &Node, out: &mut Vec<u8>) {
     });
 }
 
-/// A string longer than this enters a verdict key as its SHA-256, not its bytes: a 100 MB
-/// value copied into two keys (and their growth) had tripled a run's peak memory.
+/// A string longer than this enters a verdict key as its SHA-256, not its bytes, so that a
+/// long value is not copied into the keys as they grow.
 const DIGESTED_FROM: usize = 64 * 1024;
 
 fn whole(node: &Node, out: &mut Vec<u8>) {

@@ -2,6 +2,7 @@
 //! engine. Each submodule holds the rules of one concern.
 
 pub mod bundle_rules;
+pub mod objects;
 pub mod plan;
 pub mod runtime;
 pub mod text;

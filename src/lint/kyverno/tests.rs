@@ -361,7 +361,7 @@ fn other_policy_kinds_are_reported_and_other_documents_ignored() {
 fn hostile_policies_do_not_panic() {
     // On a stack the size of the engine's workers, where policies are evaluated.
     std::thread::Builder::new()
-        .stack_size(crate::lint::engine::WORKER_STACK)
+        .stack_size(16 << 20)
         .spawn(hostile_policies_on_this_thread)
         .unwrap()
         .join()

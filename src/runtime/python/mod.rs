@@ -89,16 +89,12 @@
 //! bundles) in a thread-safe cache bounded in entries and bytes. Scripts over 8 MiB are not parsed (a
 //! ConfigMap holds at most 1 MiB) and parsing stops after 60 s: either is one `runtime-syntax`
 //! finding saying the script was not checked. Every walk over the tree is iterative, so deep
-//! nesting cannot exhaust the stack. A script over 4 KiB is parsed and walked in two parts on
-//! two threads, cut where a top-level definition starts near its middle (`split.rs`); a part
-//! with any syntax problem sends it back to one whole parse, so the findings are those of the
-//! whole script either way.
+//! nesting cannot exhaust the stack.
 
 mod imports;
 mod methods;
 mod names;
 mod random;
-mod split;
 mod stdlib;
 mod syntax;
 mod text;
@@ -114,7 +110,7 @@ use crate::common::wordhash::WordState;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-use tree_sitter::{Node, ParseOptions, ParseState, Parser, Point, Range, Tree};
+use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 
 /// A problem found in a script. Positions are 0-based: `line` counts script lines
 /// (split on '\n'), `byte_col` is a byte offset within that line.
@@ -161,15 +157,6 @@ pub fn check_script(script: &str) -> Vec<ScriptFinding> {
         Lookup::Ready(findings) => findings,
         // Waits for the other thread (or, should it have failed, analyses here).
         Lookup::Busy(entry) => publish(&entry, script),
-    }
-}
-
-/// Like `check_script`, but `None` while another thread is analysing this very script: the
-/// caller can do other work before it waits.
-pub fn check_script_unless_busy(script: &str) -> Option<Vec<ScriptFinding>> {
-    match lookup(script) {
-        Lookup::Ready(findings) => Some(findings),
-        Lookup::Busy(_) => None,
     }
 }
 
@@ -240,15 +227,15 @@ fn lock_cache() -> std::sync::MutexGuard<'static, Scripts> {
 /// after the findings are out, so that a thread waiting for them does not wait for the free
 /// (5,000 nodes of the reference program).
 fn publish(entry: &Entry, script: &str) -> Vec<ScriptFinding> {
-    let mut trees = Vec::new();
+    let mut tree = None;
     let findings = entry
         .get_or_init(|| {
             let (findings, parsed) = analysed(script);
-            trees = parsed;
+            tree = parsed;
             findings
         })
         .clone();
-    drop(trees);
+    drop(tree);
     findings
 }
 
@@ -256,14 +243,8 @@ fn analyse(script: &str) -> Vec<ScriptFinding> {
     analysed(script).0
 }
 
-/// The findings of `script`, and its syntax trees for the caller to free. A script long
-/// enough is parsed, and its facts collected, in two parts on two threads ([`split`]).
-fn analysed(script: &str) -> (Vec<ScriptFinding>, Vec<Tree>) {
-    analysed_cut(script, split::cut(script))
-}
-
-/// [`analysed`] with the cut given: `Some(at)` tries the two parts first.
-fn analysed_cut(script: &str, cut: Option<usize>) -> (Vec<ScriptFinding>, Vec<Tree>) {
+/// The findings of `script`, and its syntax tree for the caller to free.
+fn analysed(script: &str) -> (Vec<ScriptFinding>, Option<Tree>) {
     if script.len() > MAX_SCRIPT_BYTES {
         let too_large = vec![ScriptFinding {
             rule: RULE_SYNTAX,
@@ -277,10 +258,10 @@ fn analysed_cut(script: &str, cut: Option<usize>) -> (Vec<ScriptFinding>, Vec<Tr
             end_line: 0,
             end_byte_col: 0,
         }];
-        return (too_large, Vec::new());
+        return (too_large, None);
     }
-    let out_of_time = || {
-        vec![ScriptFinding {
+    let Some(tree) = parse(script) else {
+        let out_of_time = vec![ScriptFinding {
             rule: RULE_SYNTAX,
             message: format!(
                 "the script could not be parsed within {} s, so it was not checked",
@@ -290,59 +271,18 @@ fn analysed_cut(script: &str, cut: Option<usize>) -> (Vec<ScriptFinding>, Vec<Tr
             start_byte_col: 0,
             end_line: 0,
             end_byte_col: 0,
-        }]
+        }];
+        return (out_of_time, None);
     };
-    if let Some(at) = cut {
-        let (first, second) =
-            split::both(|| parse(&script[..at], None), || parse(script, Some(at)));
-        let (Some(first), Some(second)) = (first, second) else {
-            return (out_of_time(), Vec::new());
-        };
-        let trees = [first, second];
-        if let Some(findings) = findings_of(&trees, script) {
-            return (findings, trees.into());
-        }
-        // A syntax problem in a part: the whole parse says what it is, and where.
-    }
-    let Some(tree) = parse(script, None) else {
-        return (out_of_time(), Vec::new());
-    };
-    let trees = [tree];
-    let findings = findings_of(&trees, script).unwrap_or_default();
-    (findings, trees.into())
+    let findings = findings_of(&tree, script);
+    (findings, Some(tree))
 }
 
-/// The findings of a script parsed as `trees` (one, or its two parts in order); `None` when a
-/// part has a syntax problem, whose finding only the whole parse can place.
-fn findings_of(trees: &[Tree], script: &str) -> Option<Vec<ScriptFinding>> {
-    let in_parts = trees.len() > 1;
-    if in_parts && trees.iter().any(|t| t.root_node().has_error()) {
-        return None;
-    }
-    fn collected<'t>(tree: &'t Tree, script: &str) -> walk::Facts<'t> {
-        let mut facts = walk::Facts::default();
-        walk::collect(tree, script, &mut facts);
-        facts
-    }
-    let facts = match trees {
-        [first, second] => {
-            let (mut facts, rest) =
-                split::both(|| collected(first, script), || collected(second, script));
-            facts.append(rest);
-            facts
-        }
-        _ => {
-            let mut facts = walk::Facts::default();
-            for tree in trees {
-                walk::collect(tree, script, &mut facts);
-            }
-            facts
-        }
-    };
+/// The findings of a script parsed as `tree`.
+fn findings_of(tree: &Tree, script: &str) -> Vec<ScriptFinding> {
+    let mut facts = walk::Facts::default();
+    walk::collect(tree, script, &mut facts);
     let mut findings = syntax::check(&facts, script);
-    if in_parts && !findings.is_empty() {
-        return None;
-    }
     findings.extend(imports::check(&facts, script));
     findings.extend(methods::check(&facts, script));
     findings.extend(random::check(&facts, script));
@@ -371,28 +311,16 @@ fn findings_of(trees: &[Tree], script: &str) -> Option<Vec<ScriptFinding>> {
             && (a.start_line, a.start_byte_col, a.end_line, a.end_byte_col)
                 == (b.start_line, b.start_byte_col, b.end_line, b.end_byte_col)
     });
-    Some(findings)
+    findings
 }
 
-/// The tree of `script`, or of its part from byte `from` on (a line start; positions stay
-/// those of the whole script). `None` when the grammar cannot be loaded or the parse ran past
+/// The tree of `script`; `None` when the grammar cannot be loaded or the parse ran past
 /// [`PARSE_BUDGET`].
-fn parse(script: &str, from: Option<usize>) -> Option<Tree> {
+fn parse(script: &str) -> Option<Tree> {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
         .ok()?;
-    if let Some(at) = from {
-        let rows = |text: &str| memchr::memchr_iter(b'\n', text.as_bytes()).count();
-        let last_line = script.rfind('\n').map_or(0, |i| i + 1);
-        let part = Range {
-            start_byte: at,
-            end_byte: script.len(),
-            start_point: Point::new(rows(&script[..at]), 0),
-            end_point: Point::new(rows(script), script.len() - last_line),
-        };
-        parser.set_included_ranges(&[part]).ok()?;
-    }
     let bytes = script.as_bytes();
     let started = Instant::now();
     let mut give_up = |_: &ParseState| {

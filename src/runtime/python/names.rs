@@ -1,8 +1,8 @@
 //! Node kinds and field names by number. tree-sitter's `Node::kind` and
 //! `TreeCursor::field_name` measure a C string and check its UTF-8 on every call, and
-//! `child_by_field_name` compares the name with every field of the grammar; the walk asks
-//! these several times per node, which cost as much as the walk itself. Here each name is
-//! looked up once, in tables built from the grammar on first use.
+//! `child_by_field_name` compares the name with every field of the grammar, and the walk asks
+//! these several times per node. Here each name is looked up once, in tables built from the
+//! grammar on first use.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;

@@ -119,19 +119,6 @@ pub(super) struct Candidates {
     shape: Vec<ScriptFinding>,
 }
 
-impl Candidates {
-    /// Adds the candidates of the script's next part: each kept only if it starts earlier, as
-    /// when one walk offers them in order.
-    pub(super) fn append(&mut self, next: Candidates) {
-        for found in next.certain {
-            offer(&mut self.certain, found);
-        }
-        for found in next.shape {
-            offer(&mut self.shape, found);
-        }
-    }
-}
-
 /// Per-node checks, called by the walk with the node's context and ancestors.
 pub(super) fn visit(
     node: Node<'_>,

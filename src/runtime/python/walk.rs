@@ -66,23 +66,6 @@ pub(super) struct Facts<'t> {
 }
 
 impl<'t> Facts<'t> {
-    /// Adds the facts of the script's next part, as if one walk had gone on into it.
-    pub(super) fn append(&mut self, next: Facts<'t>) {
-        self.imports.extend(next.imports);
-        self.calls.extend(next.calls);
-        self.strings.extend(next.strings);
-        for (key, binding) in next.bindings {
-            self.bindings
-                .entry(key)
-                .and_modify(|b| *b = Binding::Many)
-                .or_insert(binding);
-        }
-        self.syntax.append(next.syntax);
-        self.first_error = self.first_error.or(next.first_error);
-        self.first_missing = self.first_missing.or(next.first_missing);
-        self.brackets.extend(next.brackets);
-    }
-
     fn bind(&mut self, scope: usize, name: &str, value: Option<Node<'t>>) {
         let entry = self.bindings.entry((scope, name.to_string()));
         match (entry, value) {

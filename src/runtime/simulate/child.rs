@@ -38,6 +38,7 @@ pub fn stop_cleanly_on_signals() {
         // SAFETY: an all-zero sigset_t is valid storage for sigemptyset to initialise; the
         // calls below only read and write this local set and the calling thread's mask.
         let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above: the set is local storage, the mask the calling thread's own.
         unsafe {
             libc::sigemptyset(&mut set);
             for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {

@@ -158,6 +158,8 @@ pub struct SimOptions {
     pub confine: bool,
 }
 
+/// Only the integration tests start from defaults; the command line sets every field.
+#[cfg(any(test, feature = "testkit"))]
 impl Default for SimOptions {
     fn default() -> Self {
         SimOptions {

@@ -215,10 +215,8 @@ impl Sandbox {
         }
         let fd = RawFd::try_from(fd).map_err(|e| e.to_string())?;
         // SAFETY: a fresh descriptor (close-on-exec) that nothing else owns.
-        let sandbox = Sandbox {
-            ruleset: unsafe { OwnedFd::from_raw_fd(fd) },
-            abi,
-        };
+        let ruleset = unsafe { OwnedFd::from_raw_fd(fd) };
+        let sandbox = Sandbox { ruleset, abi };
         sandbox.allow(run, fs, true)?;
         let read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR;
         for p in SYSTEM

@@ -574,4 +574,58 @@ impl Cluster {
         self.controller.queue.retain(|(q, _)| q != name);
         self.controller.later.retain(|(q, _)| q != name);
     }
+
+    /// What the garbage collector does for an Orphan delete: dependents lose the reference.
+    fn orphan_dependents(&mut self, label: &str, owner_uid: &Value) {
+        for name in self.secret_names() {
+            let Some(secret) = self.secrets.get(&name) else {
+                continue;
+            };
+            let Some(refs) = secret["metadata"]
+                .get("ownerReferences")
+                .and_then(Value::as_array)
+            else {
+                continue;
+            };
+            if !refs.iter().any(|r| r.get("uid") == Some(owner_uid)) {
+                continue;
+            }
+            let kept: Vec<Value> = refs
+                .iter()
+                .filter(|r| r.get("uid") != Some(owner_uid))
+                .cloned()
+                .collect();
+            let before = Some(secret_values(secret));
+            let rv = self.next_rv();
+            if let Some(secret) = self.secrets.get_mut(&name) {
+                let meta = &mut secret["metadata"];
+                if kept.is_empty() {
+                    if let Some(m) = meta.as_object_mut() {
+                        m.remove("ownerReferences");
+                    }
+                } else {
+                    meta["ownerReferences"] = Value::Array(kept);
+                }
+                meta["resourceVersion"] = json!(rv.to_string());
+            }
+            self.record_secret(label, name, "patch", 200, before, true, true, None);
+        }
+    }
+
+    /// What the garbage collector does for a Background or Foreground delete.
+    fn delete_dependents(&mut self, label: &str, owner_uid: &Value) {
+        for name in self.secret_names() {
+            let owned = self.secrets.get(&name).is_some_and(|s| {
+                s["metadata"]
+                    .get("ownerReferences")
+                    .and_then(Value::as_array)
+                    .is_some_and(|refs| refs.iter().any(|r| r.get("uid") == Some(owner_uid)))
+            });
+            if owned {
+                let before = self.secrets.remove(&name).map(|s| secret_values(&s));
+                self.next_rv();
+                self.record_secret(label, name, "delete", 200, before, true, true, None);
+            }
+        }
+    }
 }

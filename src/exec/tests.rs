@@ -1,4 +1,10 @@
 use super::*;
+use crate::load::input::Origin;
+use crate::load::yaml::{self, Node, Parsed};
+use crate::model::members::Keep;
+use crate::model::outcome::MemoKey;
+use crate::testkit::lint::check_text;
+use std::collections::HashMap;
 
 fn located(outcome: &Outcome) -> Vec<(String, usize, usize)> {
     let mut found: Vec<(String, usize, usize)> = outcome
@@ -91,15 +97,14 @@ fn a_bundle_named_otherwise_is_linked_by_its_references() {
     );
 }
 
-/// The bundles held to the end of a run are settled on the pool's threads when there are many;
-/// the findings and what the one-writer checks keep are the same, in the same order, as when
-/// one thread settles them one by one. Generated cases, mutants among them, so that there are
-/// findings to compare.
+/// Bundles held to the end of a run (all of them where they are kept) and checked on the pool
+/// leave the same outcome, in the same order, as one thread checking them one by one; so do
+/// bundles checked as they complete while the next window is linted. Generated cases, mutants
+/// among them, so that there are findings to compare.
 #[test]
-fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
-    let engine = Engine::new(Options::default()).unwrap();
+fn a_run_on_the_pool_leaves_what_one_thread_leaves() {
     let mut c = crate::testkit::Rng::new(16);
-    let mut texts = Vec::new();
+    let mut inputs = Vec::new();
     for i in 0..120 {
         let family = &crate::testkit::FAMILIES[i % crate::testkit::FAMILIES.len()];
         let case = if i % 3 == 0 || family.simulate {
@@ -107,91 +112,77 @@ fn bundles_settled_in_parallel_leave_what_one_thread_leaves() {
         } else {
             crate::testkit::mutant(&mut c, family)
         };
-        texts.extend(case.files.into_iter().map(|(_, text)| text));
+        for (j, (_, text)) in case.files.into_iter().enumerate() {
+            inputs.push(InputFile {
+                display: format!("case-{i}-{j}.yaml"),
+                origin: Origin::Memory(std::sync::Arc::new(text.into_bytes())),
+            });
+        }
     }
-    let members = || -> Vec<Member> {
-        texts
-            .iter()
-            .enumerate()
-            .flat_map(|(i, text)| {
-                engine
-                    .lint_bytes(i, "a.yaml", text.as_bytes())
-                    .unwrap()
-                    .members
-            })
-            .collect()
-    };
-    let bundles = || bundle::assemble(members());
-    let settled = |pool: Option<&rayon::ThreadPool>| {
-        let mut bundles = bundles();
-        let mut emit = Emit::new(engine.catalog);
-        let mut render = Render::default();
-        settle_all(&mut bundles, &mut emit, &mut render, pool, engine.catalog);
-        let mut bindings: Vec<_> = render.member_bindings.iter().copied().collect();
-        bindings.sort();
-        (
-            format!("{:?}", emit.findings),
-            format!("{:?}", render.digests),
-            bindings,
-            bundles.len(),
-        )
-    };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .build()
-        .unwrap();
-    let alone = settled(None);
-    assert!(
-        alone.3 >= 64,
-        "{} bundles: too few to settle in parallel",
-        alone.3
-    );
-    assert!(alone.0.len() > 2, "no findings to compare");
-    assert_eq!(settled(Some(&pool)), alone);
-    // Settled in batches on the pool while they are still being assembled: the same, in the
-    // same order, as one thread settling each bundle after the last member.
-    let assembled = |pool: Option<&rayon::ThreadPool>| {
-        let members = members();
-        assert!(members.len() >= 5 * SETTLE_PARALLEL_FROM);
-        let mut assembler = bundle::Assembler::new(true);
-        let mut emit = Emit::new(engine.catalog);
-        let mut render = Render::default();
-        let mut complete = 0;
-        assemble_settling(
-            members,
-            |m, emit, render| match assembler.add(m) {
-                bundle::Added::Open => None,
-                bundle::Added::Complete(b) => {
-                    complete += 1;
-                    Some(b)
-                }
-                bundle::Added::Duplicate(d) => {
-                    late_duplicate(d, emit, render);
-                    None
-                }
+    for keep in [false, true] {
+        let options = || Options {
+            keep: Keep {
+                bundles: keep,
+                programs: false,
             },
-            &mut emit,
-            &mut render,
-            pool,
-            engine.catalog,
-        );
-        let mut bindings: Vec<_> = render.member_bindings.iter().copied().collect();
-        bindings.sort();
-        (
-            format!("{:?}", emit.findings),
-            format!("{:?}", render.digests),
-            bindings,
-            complete,
-        )
+            ..Options::default()
+        };
+        let outcome = |threads: usize| {
+            let run = Executor::new(options())
+                .unwrap()
+                .threads(Some(threads))
+                .run(&inputs, Vec::new());
+            (
+                format!("{:?}", run.findings),
+                run.summary.clone(),
+                run.bundles.len(),
+            )
+        };
+        let alone = outcome(1);
+        assert!(alone.1.bundles >= 64, "{} bundles", alone.1.bundles);
+        assert!(alone.1.errors > 2, "no findings to compare");
+        assert_eq!(outcome(2), alone, "keep bundles: {keep}");
+        assert_eq!(outcome(3), alone, "keep bundles: {keep}");
+    }
+}
+
+/// A file large enough to be read, scanned and linted in pieces on the pool gives what one
+/// thread gives: the clean renderings and every fixture, concatenated past the piece size,
+/// with a byte that is not UTF-8 in the middle.
+#[test]
+fn a_large_file_in_pieces_leaves_what_one_thread_leaves() {
+    let mut text = String::new();
+    let fixtures = crate::testkit::fixture_texts();
+    while text.len() < PIECES_FROM + 3 * PIECE {
+        for f in &fixtures {
+            text.push_str(f);
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str("---\n");
+        }
+    }
+    let mut bytes = text.into_bytes();
+    let middle = bytes.len() / 2;
+    let at = middle + bytes[middle..].iter().position(|&b| b == b'#').unwrap_or(0);
+    bytes[at] = 0xFF;
+    let dir = crate::testkit::TempDir::new("credlint-exec-large");
+    let path = dir.join("large.yaml");
+    std::fs::write(&path, &bytes).unwrap();
+    let inputs = [InputFile {
+        display: "large.yaml".into(),
+        origin: Origin::File(path),
+    }];
+    let outcome = |threads: usize| {
+        let run = Executor::new(Options::default())
+            .unwrap()
+            .threads(Some(threads))
+            .run(&inputs, Vec::new());
+        (format!("{:?}", run.findings), run.summary.clone())
     };
-    let alone = assembled(None);
-    assert!(
-        alone.3 >= SETTLE_PARALLEL_FROM,
-        "{} bundles complete",
-        alone.3
-    );
-    assert!(alone.0.len() > 2, "no findings to compare");
-    assert_eq!(assembled(Some(&pool)), alone);
+    let alone = outcome(1);
+    assert!(alone.0.contains("not UTF-8"), "the broken byte is found");
+    assert_eq!(outcome(2), alone);
 }
 
 /// A memo that holds every file linted so far, in memory.
@@ -226,10 +217,10 @@ impl Memo for Remembered {
     }
 }
 
-/// A deferred engine compiles its rules for the first file the memo does not hold, and not at
+/// A deferred executor compiles its rules for the first file the memo does not hold, and not at
 /// all for a run whose every file the memo holds; the findings are the same either way.
 #[test]
-fn a_deferred_engine_compiles_only_when_a_file_needs_it() {
+fn a_deferred_executor_compiles_only_when_a_file_needs_it() {
     let dir = std::env::temp_dir().join(format!("credlint-deferred-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("a.yaml");
@@ -240,17 +231,17 @@ fn a_deferred_engine_compiles_only_when_a_file_needs_it() {
     .unwrap();
     let inputs = [InputFile {
         display: "a.yaml".into(),
-        origin: input::Origin::File(path.clone()),
+        origin: Origin::File(path.clone()),
     }];
     let memo = Remembered::default();
-    let first = Engine::deferred(Options::default());
-    assert!(first.programs.get().is_none());
+    let first = Executor::deferred(Options::default());
+    assert!(!first.linter().is_compiled());
     let linted = first.run_with(&inputs, Vec::new(), Some(&memo));
-    assert!(first.programs.get().is_some_and(Result::is_ok));
-    let second = Engine::deferred(Options::default());
+    assert!(first.linter().is_compiled());
+    let second = Executor::deferred(Options::default());
     let recalled = second.run_with(&inputs, Vec::new(), Some(&memo));
     assert!(
-        second.programs.get().is_none(),
+        !second.linter().is_compiled(),
         "every file came from the memo"
     );
     assert_eq!(recalled.timings.cached, 1);
@@ -281,11 +272,11 @@ fn a_marked_run_names_the_bundles_its_marked_files_touch() {
         paths.sort();
         inputs.extend(paths.into_iter().map(|p| InputFile {
             display: p.display().to_string(),
-            origin: input::Origin::File(p),
+            origin: Origin::File(p),
         }));
     }
     assert!(inputs.len() > 5);
-    let kept = Engine::new(Options {
+    let kept = Executor::new(Options {
         keep: Keep {
             bundles: true,
             programs: false,
@@ -294,7 +285,7 @@ fn a_marked_run_names_the_bundles_its_marked_files_touch() {
     })
     .unwrap()
     .run_with(&inputs, Vec::new(), None);
-    let compact = Engine::new(Options::default()).unwrap();
+    let compact = Executor::new(Options::default()).unwrap();
     let mut some = 0;
     for i in 0..inputs.len() {
         let marked = std::collections::HashSet::from([i]);
