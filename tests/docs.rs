@@ -197,16 +197,16 @@ fn readme_synopsis(readme: &str) -> Vec<Synopsis> {
     commands
 }
 
-/// `--help` and the README agree: the README's synopsis names, for each command, exactly the
-/// flags its `--help` lists (and the values of the enumerated ones), and every `--flag` the
-/// README names anywhere is one the binary has.
+/// `--help` and the usage page agree: docs/usage.md's synopsis names, for each command, exactly
+/// the flags its `--help` lists (and the values of the enumerated ones), and every `--flag` the
+/// README and the user's pages name anywhere is one the binary has.
 #[test]
-fn the_readme_documents_every_flag_of_the_help_and_no_other() {
+fn the_usage_page_documents_every_flag_of_the_help_and_no_other() {
     use clap::CommandFactory;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let usage = std::fs::read_to_string(root.join("docs/usage.md")).unwrap();
     let cli = credlint::cli::Cli::command();
-    let synopsis = readme_synopsis(&readme);
+    let synopsis = readme_synopsis(&usage);
     let commands: Vec<&clap::Command> = cli.get_subcommands().collect();
     let mut names: Vec<&str> = commands.iter().map(|c| c.get_name()).collect();
     let mut documented: Vec<&str> = synopsis.iter().map(|(n, _)| n.as_str()).collect();
@@ -214,7 +214,7 @@ fn the_readme_documents_every_flag_of_the_help_and_no_other() {
     documented.sort_unstable();
     assert_eq!(
         documented, names,
-        "the README's synopsis lists every command once"
+        "docs/usage.md's synopsis lists every command once"
     );
     let mut all = vec!["--help".to_string(), "--version".to_string()];
     for command in &commands {
@@ -225,18 +225,18 @@ fn the_readme_documents_every_flag_of_the_help_and_no_other() {
             let (_, listed) = documented
                 .iter()
                 .find(|(f, _)| f == flag)
-                .unwrap_or_else(|| panic!("the README's synopsis of `{name}` lacks {flag}"));
+                .unwrap_or_else(|| panic!("docs/usage.md's synopsis of `{name}` lacks {flag}"));
             if !listed.is_empty() {
                 assert_eq!(
                     listed, values,
-                    "`credlint {name} {flag}`: the README's values"
+                    "`credlint {name} {flag}`: docs/usage.md's values"
                 );
             }
         }
         for (flag, _) in documented {
             assert!(
                 help.iter().any(|(f, _)| f == flag),
-                "the README's synopsis gives `{name}` {flag}, which its --help does not list"
+                "docs/usage.md's synopsis gives `{name}` {flag}, which its --help does not list"
             );
         }
         all.extend(help.into_iter().map(|(f, _)| f));
@@ -255,16 +255,27 @@ fn the_readme_documents_every_flag_of_the_help_and_no_other() {
         "--sizes",
         "--dir",
         "--rounds",
+        "--git",
+        "--rev",
+        "--all-files",
     ];
     let token = regex::Regex::new(r"(^|[^A-Za-z0-9_-])(--[a-z][a-z0-9-]*)").unwrap();
-    for (number, line) in readme.lines().enumerate() {
-        for m in token.captures_iter(line) {
-            let flag = &m[2];
-            assert!(
-                all.iter().any(|f| f == flag) || others.contains(&flag),
-                "README.md:{}: {flag} is no flag of credlint's",
-                number + 1
-            );
+    for page in [
+        "README.md",
+        "docs/usage.md",
+        "docs/ci.md",
+        "docs/policies.md",
+    ] {
+        let text = std::fs::read_to_string(root.join(page)).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            for m in token.captures_iter(line) {
+                let flag = &m[2];
+                assert!(
+                    all.iter().any(|f| f == flag) || others.contains(&flag),
+                    "{page}:{}: {flag} is no flag of credlint's",
+                    number + 1
+                );
+            }
         }
     }
 }
@@ -363,5 +374,45 @@ fn rule_urls_point_at_their_entry_in_the_repository() {
             "docs:     {repository}/blob/main/docs/rules.md#role-forbidden-verb\n"
         )),
         "{explained}"
+    );
+}
+
+/// Every `$ credlint ...` command shown in a ```console block of the README prints exactly the
+/// output shown under it (run from the repository's root, into a pipe: no colour, no wrapping).
+#[test]
+fn the_readme_shows_real_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut shown = 0;
+    for block in readme.split("```console\n").skip(1) {
+        let block = block.split("\n```").next().unwrap();
+        let mut lines = block.lines().peekable();
+        while let Some(line) = lines.next() {
+            let command = line
+                .strip_prefix("$ credlint ")
+                .unwrap_or_else(|| panic!("a console block opens with `$ credlint`: {line}"));
+            let mut expected = String::new();
+            while let Some(next) = lines.peek() {
+                if next.starts_with("$ ") {
+                    break;
+                }
+                expected.push_str(lines.next().unwrap());
+                expected.push('\n');
+            }
+            let args: Vec<&str> = command.split_whitespace().collect();
+            let mut run = common::command();
+            run.args(&args).current_dir(root).env("NO_COLOR", "1");
+            let out = run.output().unwrap();
+            assert_eq!(
+                common::stdout(&out),
+                expected,
+                "README: `credlint {command}` prints otherwise than shown"
+            );
+            shown += 1;
+        }
+    }
+    assert!(
+        shown >= 2,
+        "the README shows the demo and the clean run ({shown})"
     );
 }

@@ -91,7 +91,7 @@ fn src_holds_few_files_and_every_stage_says_what_it_holds() {
         let name = folder.file_name().unwrap().to_string_lossy().into_owned();
         assert!(
             STAGES.contains(&name.as_str()) || name == "testkit",
-            "src/{name} is not a stage: add it to STAGES, lib.rs and the README"
+            "src/{name} is not a stage: add it to STAGES, lib.rs and docs/development.md"
         );
         let head = std::fs::read_to_string(folder.join("mod.rs")).unwrap();
         assert!(
@@ -102,13 +102,14 @@ fn src_holds_few_files_and_every_stage_says_what_it_holds() {
 }
 
 #[test]
-fn the_readme_names_every_stage() {
+fn the_development_page_names_every_stage() {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/development.md"))
+            .unwrap();
     for stage in STAGES.iter().chain(&["testkit"]) {
         assert!(
             readme.contains(&format!("src/{stage}/")),
-            "the README's layout section does not name src/{stage}/"
+            "docs/development.md does not name src/{stage}/"
         );
     }
 }
