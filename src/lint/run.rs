@@ -24,11 +24,11 @@ pub struct Settled {
 }
 
 /// A bundle's checks: the findings its candidates held, now that it is one, then its rules.
-pub fn settle(linter: &Linter, bundle: &mut Bundle) -> Settled {
+pub fn settle(linter: &Linter, bundle: &mut Bundle, siblings: &bundle_rules::Siblings) -> Settled {
     let mut emit = Emit::new(linter.catalog);
     let mut render = Render::default();
     emit.findings.extend(bundle.release());
-    bundle_rules::check(bundle, &mut emit);
+    bundle_rules::check(bundle, siblings, &mut emit);
     render.add(bundle);
     Settled {
         findings: emit.findings,
@@ -137,7 +137,9 @@ impl<'l> Run<'l> {
     /// Checks `bundles`, joins what they leave in their order, and drops them.
     fn settle_batch(&mut self, bundles: &mut Vec<Bundle>, spread: &impl Spread) {
         let linter = self.linter;
-        for settled in spread.map_mut(bundles, |b| settle(linter, b)) {
+        // A complete bundle lacks nothing another namespace could hold.
+        let none = bundle_rules::Siblings::default();
+        for settled in spread.map_mut(bundles, |b| settle(linter, b, &none)) {
             self.join(settled);
         }
         bundles.clear();
@@ -203,7 +205,8 @@ impl<'l> Run<'l> {
         }
         // Each bundle's checks read that bundle alone; joined in the bundles' order.
         let linter = self.linter;
-        for settled in spread.map_mut(&mut bundles, |b| settle(linter, b)) {
+        let siblings = bundle_rules::Siblings::of(&bundles);
+        for settled in spread.map_mut(&mut bundles, |b| settle(linter, b, &siblings)) {
             self.join(settled);
         }
         let mut emit = Emit::new(self.linter.catalog);

@@ -5,11 +5,62 @@ use super::{Emit, wiring};
 use crate::model::bundle::{
     Bundle, Facts, MEMBER_KINDS, Member, MemberKind, RoleRule, SUFFIX, owner_prefix,
 };
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-pub fn check(bundle: &Bundle, emit: &mut Emit) {
+/// The kinds each namespace holds for an owner whose objects are in more than one namespace
+/// (one object without `metadata.namespace` is the usual case): `bundle-incomplete` names the
+/// namespace a missing object is in instead of saying it is missing.
+#[derive(Default)]
+pub struct Siblings(HashMap<String, Vec<Spread>>);
+
+/// One bundle of an owner: its namespace and the kinds it holds.
+type Spread = (Option<String>, Vec<MemberKind>);
+
+impl Siblings {
+    pub fn of(bundles: &[Bundle]) -> Siblings {
+        let mut by_owner: HashMap<String, Vec<Spread>> = HashMap::new();
+        for b in bundles {
+            by_owner
+                .entry(b.owner.clone())
+                .or_default()
+                .push((b.namespace.clone(), b.members.keys().copied().collect()));
+        }
+        by_owner.retain(|_, spread| spread.len() > 1);
+        Siblings(by_owner)
+    }
+
+    /// The namespace (`None`: none given) where another bundle of `bundle`'s owner holds
+    /// `kind`.
+    fn holding(&self, bundle: &Bundle, kind: MemberKind) -> Option<&Option<String>> {
+        self.0
+            .get(&bundle.owner)?
+            .iter()
+            .find(|(ns, kinds)| *ns != bundle.namespace && kinds.contains(&kind))
+            .map(|(ns, _)| ns)
+    }
+
+    /// Whether a bundle of the same owner without a namespace holds every kind `bundle` lacks
+    /// and lacks only what `bundle` holds: that bundle's finding ("give it `namespace: ...`")
+    /// says all there is to say, once.
+    fn said_by_unnamespaced(&self, bundle: &Bundle, missing: &[MemberKind]) -> bool {
+        bundle.namespace.is_some()
+            && self.0.get(&bundle.owner).is_some_and(|spread| {
+                // With a third namespace in play, each bundle speaks for itself.
+                spread.len() == 2
+                    && spread.iter().any(|(ns, kinds)| {
+                        ns.is_none()
+                            && missing.iter().all(|k| kinds.contains(k))
+                            && MEMBER_KINDS
+                                .iter()
+                                .all(|k| kinds.contains(k) || bundle.members.contains_key(k))
+                    })
+            })
+    }
+}
+
+pub fn check(bundle: &Bundle, siblings: &Siblings, emit: &mut Emit) {
     let id = bundle.id();
-    incomplete(bundle, &id, emit);
+    incomplete(bundle, siblings, &id, emit);
     duplicates(bundle, &id, emit);
     role_plan(bundle, &id, emit);
     naming(bundle, &id, emit);
@@ -115,23 +166,80 @@ fn has_job_shape(name: &str) -> bool {
         .is_some_and(|(head, hash)| head.ends_with(SUFFIX) && hash.chars().count() == 8)
 }
 
-fn incomplete(bundle: &Bundle, id: &str, emit: &mut Emit) {
+/// In words, where a namespace is or is not given.
+fn namespace_words(namespace: &Option<String>) -> String {
+    match namespace {
+        Some(ns) => format!("in namespace `{ns}`"),
+        None => "without `metadata.namespace`".to_string(),
+    }
+}
+
+fn incomplete(bundle: &Bundle, siblings: &Siblings, id: &str, emit: &mut Emit) {
     let Some(anchor) = bundle.anchor() else {
         return;
     };
-    for kind in MEMBER_KINDS {
-        if bundle.members.contains_key(&kind) {
-            continue;
-        }
-        let expected = match kind {
-            MemberKind::Job => format!("a Job `{}{SUFFIX}-<h8>`", owner_prefix(&bundle.owner)),
-            _ => format!("`{}{SUFFIX}`", bundle.owner),
+    let missing: Vec<MemberKind> = MEMBER_KINDS
+        .into_iter()
+        .filter(|kind| !bundle.members.contains_key(kind))
+        .collect();
+    let elsewhere: Vec<(MemberKind, &Option<String>)> = missing
+        .iter()
+        .filter_map(|&kind| siblings.holding(bundle, kind).map(|ns| (kind, ns)))
+        .collect();
+    if siblings.said_by_unnamespaced(bundle, &missing) {
+        return;
+    }
+    // Every missing object is there, in one other namespace (or none): one finding that says
+    // which, not one per object. Anchored on this bundle's first member, the odd one out when
+    // a single object lacks its namespace.
+    if !missing.is_empty()
+        && elsewhere.len() == missing.len()
+        && elsewhere.iter().all(|(_, ns)| *ns == elsewhere[0].1)
+    {
+        let there = elsewhere[0].1;
+        let kinds: Vec<&str> = missing.iter().map(|k| k.name()).collect();
+        let fix = match (there, &bundle.namespace) {
+            (Some(ns), None) => format!("give it `namespace: {ns}`"),
+            (Some(ns), Some(_)) => {
+                format!("render every object of the owner in one namespace (`{ns}` or this one)")
+            }
+            (None, _) => "give every object of the owner the same `metadata.namespace`".to_string(),
         };
         emit.add(
             "bundle-incomplete",
             anchor.loc,
             format!(
-                "bundle {id} has no {}: expected {expected} beside this {}",
+                "bundle {id} has no {}: this {} is {}, and the owner's {} {} {}: {fix}",
+                kinds.join(", "),
+                anchor.kind.name(),
+                namespace_words(&bundle.namespace),
+                kinds.join(", "),
+                if kinds.len() == 1 { "is" } else { "are" },
+                namespace_words(there),
+            ),
+            Some(&anchor.object()),
+            Some(id),
+        );
+        return;
+    }
+    for kind in missing {
+        let expected = match kind {
+            MemberKind::Job => format!("a Job `{}{SUFFIX}-<h8>`", owner_prefix(&bundle.owner)),
+            _ => format!("`{}{SUFFIX}`", bundle.owner),
+        };
+        let note = match siblings.holding(bundle, kind) {
+            Some(there) => format!(
+                " (the owner's {} is {}: one namespace holds the whole bundle)",
+                kind.name(),
+                namespace_words(there)
+            ),
+            None => String::new(),
+        };
+        emit.add(
+            "bundle-incomplete",
+            anchor.loc,
+            format!(
+                "bundle {id} has no {}: expected {expected} beside this {}{note}",
                 kind.name(),
                 anchor.kind.name()
             ),
