@@ -34,7 +34,10 @@ fn main() {
     outcome.findings.retain(|f| f.rule == "role-forbidden-verb");
     assert_eq!(outcome.findings.len(), 1, "the appended fault is found");
     let finding = outcome.findings[0].clone();
-    let texts = Texts { stdin: None };
+    let texts = Texts {
+        stdin: None,
+        stdin_name: None,
+    };
     let style = text::Style::default();
     let time = |outcome: &credlint::model::outcome::Outcome| {
         let started = Instant::now();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{credlint, json};
+use common::{credlint, json, stderr};
 
 fn findings(path: &str) -> Vec<serde_json::Value> {
     let out = credlint(&[
@@ -101,5 +101,149 @@ fn an_object_in_another_namespace_is_named_where_it_is() {
     assert!(
         messages.iter().any(|m| m.contains("in namespace `shop`")),
         "{messages:?}"
+    );
+}
+
+#[test]
+fn rule_and_folder_lists_take_spaces_after_commas() {
+    let spaced = credlint(&[
+        "check",
+        "--no-config",
+        "fixtures/role-unnamed-rule/bad-no-names.yaml",
+        "--format",
+        "json",
+        "--select",
+        "role-unnamed-rule, job-ttl",
+    ]);
+    assert_eq!(spaced.status.code(), Some(1), "{}", stderr(&spaced));
+    let report = json(&spaced);
+    let rules: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert!(
+        !rules.is_empty() && rules.iter().all(|r| *r == "role-unnamed-rule"),
+        "{rules:?}"
+    );
+    let ignored = credlint(&[
+        "check",
+        "--no-config",
+        "fixtures/role-unnamed-rule/bad-no-names.yaml",
+        "--ignore",
+        "job-ttl, role-unnamed-rule",
+    ]);
+    assert_eq!(ignored.status.code(), Some(0), "{}", stderr(&ignored));
+}
+
+#[test]
+fn an_exclude_that_matches_nothing_warns_and_one_that_matches_does_not() {
+    let out = credlint(&[
+        "check",
+        "--no-config",
+        "fixtures/bundle-incomplete",
+        "--exclude",
+        "nothere, bad-split",
+    ]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: --exclude nothere:") && err.contains("excludes nothing"),
+        "{err}"
+    );
+    assert!(!err.contains("--exclude bad-split"), "{err}");
+    // What was excluded was not read.
+    let json_out = credlint(&[
+        "check",
+        "--no-config",
+        "fixtures/bundle-incomplete",
+        "--exclude",
+        "nothere, bad-split",
+        "--format",
+        "json",
+    ]);
+    assert!(!common::stdout(&json_out).contains("bad-split/"));
+}
+
+fn check_stdin(dir: &std::path::Path, args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = common::command()
+        .current_dir(dir)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn standard_input_is_reported_and_configured_under_stdin_filename() {
+    let dir = common::temp_dir("first-day-stdin-filename");
+    let input =
+        std::fs::read(common::root().join("fixtures/role-unnamed-rule/bad-no-names.yaml")).unwrap();
+    // Without a name: `-`, and no per-path entry applies.
+    std::fs::write(
+        dir.join("credlint.toml"),
+        "[[per-path]]\npaths = [\"rendered/**\"]\nignore = [\"role-unnamed-rule\"]\nreason = \"migrating (PLAT-1)\"\n",
+    )
+    .unwrap();
+    let plain = check_stdin(&dir, &["check", "--format", "json", "-"], &input);
+    assert_eq!(plain.status.code(), Some(1), "{}", stderr(&plain));
+    assert_eq!(json(&plain)["findings"][0]["file"], "-");
+    let named = check_stdin(
+        &dir,
+        &[
+            "check",
+            "--format",
+            "json",
+            "--stdin-filename",
+            "rendered/shop.yaml",
+        ],
+        &input,
+    );
+    let report = json(&named);
+    let unnamed: Vec<_> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "role-unnamed-rule")
+        .collect();
+    assert!(!unnamed.is_empty(), "{report}");
+    for f in &unnamed {
+        assert_eq!(f["file"], "rendered/shop.yaml");
+        assert_eq!(f["suppressed"]["reason"], "migrating (PLAT-1)", "{f}");
+    }
+    assert_eq!(named.status.code(), Some(0), "{}", stderr(&named));
+    // The text report quotes the lines read from standard input under that name.
+    let text = check_stdin(
+        &dir,
+        &[
+            "check",
+            "--no-config",
+            "--stdin-filename",
+            "rendered/shop.yaml",
+            "-",
+        ],
+        &input,
+    );
+    let shown = common::stdout(&text);
+    assert!(
+        shown.contains("rendered/shop.yaml:27:13") && shown.contains("verbs: [get, patch]"),
+        "{shown}"
+    );
+    // A name for standard input that is not read is a usage error.
+    let wrong = check_stdin(
+        &dir,
+        &["check", "--stdin-filename", "x.yaml", "fixtures"],
+        b"",
+    );
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        stderr(&wrong).contains("`-` is not among the paths"),
+        "{}",
+        stderr(&wrong)
     );
 }

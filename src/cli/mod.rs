@@ -86,7 +86,10 @@ impl clap::builder::TypedValueParser for RuleId {
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
     ) -> Result<String, clap::Error> {
-        clap::builder::StringValueParser::new().parse_ref(command, arg, value)
+        // `--select "a, b"`: the space after a comma is no part of the id.
+        clap::builder::StringValueParser::new()
+            .parse_ref(command, arg, value)
+            .map(|id| id.trim().to_string())
     }
 
     fn possible_values(
@@ -96,6 +99,11 @@ impl clap::builder::TypedValueParser for RuleId {
             clap::builder::PossibleValue::new(r.id.as_str()).help(r.title.as_str())
         })))
     }
+}
+
+/// A list entry without the spaces around it (`--exclude "a, b"`).
+fn trimmed(value: &str) -> Result<String, std::convert::Infallible> {
+    Ok(value.trim().to_string())
 }
 
 /// Where the settings come from.
@@ -169,7 +177,7 @@ pub struct CheckArgs {
     pub threads: Option<usize>,
     /// Folders not to walk (comma-separated; a name anywhere in the path, or a path from the
     /// folder walked).
-    #[arg(long, value_delimiter = ',', value_name = "FOLDER,...")]
+    #[arg(long, value_delimiter = ',', value_name = "FOLDER,...", value_parser = trimmed)]
     pub exclude: Option<Vec<String>>,
     /// List suppressed findings in the text report, not only their number.
     #[arg(long)]
@@ -183,6 +191,10 @@ pub struct CheckArgs {
     /// unchanged [default: $CREDLINT_CACHE_DIR, else .credlint_cache in the current folder].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// The name to report standard input under, and to match credlint.toml's per-path
+    /// entries against (with no PATH, standard input is read).
+    #[arg(long, value_name = "NAME", conflicts_with = "pre_commit")]
+    pub stdin_filename: Option<String>,
     /// Neither read nor write the cache: lint every file afresh.
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
@@ -401,7 +413,24 @@ fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> Exit
         Ok(targets) => targets,
         Err(e) => return usage_error(e),
     };
-    if args.policies.iter().any(|p| is_stdin(p)) && args.paths.iter().any(|p| is_stdin(p)) {
+    if args
+        .stdin_filename
+        .as_deref()
+        .is_some_and(|n| n.trim().is_empty() || n == "-")
+    {
+        return usage_error("--stdin-filename takes a file name");
+    }
+    // `--stdin-filename NAME` alone reads standard input, as other linters do.
+    let paths = match (&args.stdin_filename, args.paths.is_empty()) {
+        (Some(_), true) => vec![PathBuf::from("-")],
+        (Some(name), false) if !args.paths.iter().any(|p| is_stdin(p)) => {
+            return usage_error(format!(
+                "--stdin-filename {name} names standard input, but `-` is not among the paths"
+            ));
+        }
+        _ => args.paths.clone(),
+    };
+    if args.policies.iter().any(|p| is_stdin(p)) && paths.iter().any(|p| is_stdin(p)) {
         return usage_error(
             "standard input (`-`) can be read only once: as manifests or as --policy",
         );
@@ -448,7 +477,18 @@ fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> Exit
     let linted = if args.pre_commit {
         lint_changed(&args.paths, &settings.exclude, options, run, memo)
     } else {
-        lint(&args.paths, &settings.exclude, options, run, memo).map(|(o, t)| (o, t, None))
+        let flag_excludes = args.exclude.as_deref().unwrap_or_default();
+        let stdin_name = args.stdin_filename.as_deref();
+        lint(
+            &paths,
+            &settings.exclude,
+            flag_excludes,
+            stdin_name,
+            options,
+            run,
+            memo,
+        )
+        .map(|(o, t)| (o, t, None))
     };
     if let Some(cache) = &cache {
         cache.finish();
@@ -532,7 +572,14 @@ fn lint_changed(
         memo,
     )
     .map_err(usage_error)?;
-    Ok((outcome, Texts { stdin: None }, Some(changed)))
+    Ok((
+        outcome,
+        Texts {
+            stdin: None,
+            stdin_name: None,
+        },
+        Some(changed),
+    ))
 }
 
 fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
@@ -564,7 +611,15 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
         threads: threads(args.threads),
         tune,
     };
-    let (mut outcome, texts) = match lint(&args.paths, &settings.exclude, options, run, None) {
+    let (mut outcome, texts) = match lint(
+        &args.paths,
+        &settings.exclude,
+        &[],
+        None,
+        options,
+        run,
+        None,
+    ) {
         Ok(run) => run,
         Err(code) => return code,
     };
@@ -667,6 +722,8 @@ impl Schedule {
 fn lint(
     paths: &[PathBuf],
     exclude: &[String],
+    flag_excludes: &[String],
+    stdin_name: Option<&str>,
     options: Options,
     run: Schedule,
     memo: Option<&dyn Memo>,
@@ -690,7 +747,14 @@ fn lint(
         files,
         errors,
         warnings,
+        unused_excludes,
     } = collected;
+    for entry in unused_excludes.iter().filter(|e| flag_excludes.contains(e)) {
+        eprintln!(
+            "credlint: warning: --exclude {entry}: no *.yaml, *.yml or *.json file walked lies \
+             in a folder of that name or path, so it excludes nothing"
+        );
+    }
     for w in &warnings {
         eprintln!("credlint: warning: {}: {}", w.path, w.message);
     }
@@ -708,9 +772,16 @@ fn lint(
         )));
     }
     // Standard input is read once, up front; the text report needs it again.
-    let (files, stdin) = take_stdin(files).map_err(|e| usage_error(format!("-: {e}")))?;
+    let (files, stdin) =
+        take_stdin(files, stdin_name).map_err(|e| usage_error(format!("-: {e}")))?;
     let outcome = executor.run_with(&files, errors, memo);
-    Ok((outcome, Texts { stdin }))
+    Ok((
+        outcome,
+        Texts {
+            stdin,
+            stdin_name: stdin_name.map(str::to_string),
+        },
+    ))
 }
 
 /// Exit 2 when the run read no Kubernetes object and found nothing wrong: no document, only
@@ -737,6 +808,7 @@ fn nothing_linted(outcome: &Outcome) -> Option<ExitCode> {
 /// the text report can use it. A read error or input over the size cap is `Err`: the run exits 2 rather than lint less.
 fn take_stdin(
     files: Vec<input::InputFile>,
+    name: Option<&str>,
 ) -> Result<(Vec<input::InputFile>, Option<String>), String> {
     if !files.iter().any(|f| f.origin == input::Origin::Stdin) {
         return Ok((files, None));
@@ -748,7 +820,7 @@ fn take_stdin(
         .into_iter()
         .map(|f| match f.origin {
             input::Origin::Stdin => input::InputFile {
-                display: "-".into(),
+                display: name.unwrap_or("-").to_string(),
                 origin: input::Origin::Memory(bytes.clone()),
             },
             _ => f,

@@ -53,6 +53,9 @@ pub struct Run<'l> {
     summary: Summary,
     timings: Timings,
     bundling: std::time::Duration,
+    /// Owner and namespace of each bundle settled complete before the end, which
+    /// `bundle-incomplete` names when an object of the owner is elsewhere.
+    settled_complete: Vec<(String, Option<String>)>,
 }
 
 impl<'l> Run<'l> {
@@ -81,6 +84,7 @@ impl<'l> Run<'l> {
             summary: Summary::default(),
             timings: Timings::default(),
             bundling: std::time::Duration::ZERO,
+            settled_complete: Vec::new(),
         }
     }
 
@@ -139,6 +143,11 @@ impl<'l> Run<'l> {
         let linter = self.linter;
         // A complete bundle lacks nothing another namespace could hold.
         let none = bundle_rules::Siblings::default();
+        self.settled_complete.extend(
+            bundles
+                .iter()
+                .map(|b| (b.owner.clone(), b.namespace.clone())),
+        );
         for settled in spread.map_mut(bundles, |b| settle(linter, b, &none)) {
             self.join(settled);
         }
@@ -205,7 +214,7 @@ impl<'l> Run<'l> {
         }
         // Each bundle's checks read that bundle alone; joined in the bundles' order.
         let linter = self.linter;
-        let siblings = bundle_rules::Siblings::of(&bundles);
+        let siblings = bundle_rules::Siblings::of(&bundles, &self.settled_complete);
         for settled in spread.map_mut(&mut bundles, |b| settle(linter, b, &siblings)) {
             self.join(settled);
         }

@@ -47,6 +47,9 @@ pub struct Collected {
     /// Paths not read on purpose (a link out of the walked folder, a FIFO found in a walk):
     /// said on standard error, without changing the exit code.
     pub warnings: Vec<InputError>,
+    /// The exclude entries that left out no file of any folder walked (a misspelt folder):
+    /// the command line warns about its own.
+    pub unused_excludes: Vec<String>,
 }
 
 pub const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
@@ -83,6 +86,8 @@ pub fn exclude_problem(entry: &str) -> Option<String> {
 /// walked and sorted. Folders to exclude are matched against path components.
 pub fn collect<P: AsRef<OsStr>>(paths: &[P], exclude: &[String]) -> Collected {
     let mut out = Collected::default();
+    let mut used = vec![false; exclude.len()];
+    let mut walked = false;
     let cwd = std::env::current_dir().and_then(|d| d.canonicalize()).ok();
     for arg in paths {
         let arg = arg.as_ref();
@@ -109,7 +114,10 @@ pub fn collect<P: AsRef<OsStr>>(paths: &[P], exclude: &[String]) -> Collected {
                 path: shown,
                 message: describe_io(&e),
             }),
-            Ok(meta) if meta.is_dir() => walk(path, exclude, &mut out),
+            Ok(meta) if meta.is_dir() => {
+                walked = true;
+                walk(path, exclude, &mut used, &mut out)
+            }
             Ok(meta) if !meta.is_file() => out.errors.push(InputError {
                 path: shown,
                 message: not_regular(&meta.file_type()),
@@ -119,6 +127,14 @@ pub fn collect<P: AsRef<OsStr>>(paths: &[P], exclude: &[String]) -> Collected {
                 origin: Origin::File(path.to_path_buf()),
             }),
         }
+    }
+    if walked {
+        out.unused_excludes = exclude
+            .iter()
+            .zip(used)
+            .filter(|(_, used)| !used)
+            .map(|(entry, _)| entry.clone())
+            .collect();
     }
     out
 }
@@ -189,7 +205,7 @@ fn too_large_ignore(path: &Path) -> InputError {
     }
 }
 
-fn walk(root: &Path, exclude: &[String], out: &mut Collected) {
+fn walk(root: &Path, exclude: &[String], used: &mut [bool], out: &mut Collected) {
     let Ok(canonical_root) = root.canonicalize() else {
         out.errors.push(InputError {
             path: display_path(root),
@@ -270,10 +286,17 @@ fn walk(root: &Path, exclude: &[String], out: &mut Collected) {
                 let Some(kind) = entry.file_type() else {
                     continue;
                 };
-                if kind.is_dir()
-                    || !has_manifest_extension(path)
-                    || is_excluded(path, root, exclude)
-                {
+                if kind.is_dir() || !has_manifest_extension(path) {
+                    continue;
+                }
+                let mut left_out = false;
+                for (entry, used) in exclude.iter().zip(used.iter_mut()) {
+                    if is_excluded(path, root, std::slice::from_ref(entry)) {
+                        *used = true;
+                        left_out = true;
+                    }
+                }
+                if left_out {
                     continue;
                 }
                 if !kind.is_file() {

@@ -33,12 +33,14 @@ pub fn file_name(outcome: &Outcome, i: usize) -> &str {
 /// (the run itself drops them as it goes). Standard input is kept by the caller.
 pub struct Texts {
     pub stdin: Option<String>,
+    /// The name standard input is reported under (`--stdin-filename`), where not `-`.
+    pub stdin_name: Option<String>,
 }
 
 impl Texts {
     pub fn read(&self, outcome: &Outcome, file: usize) -> Option<String> {
         let path = outcome.files.get(file)?;
-        if path == "-" {
+        if path == "-" || self.stdin_name.as_ref() == Some(path) {
             return self.stdin.clone();
         }
         // Bounded as the run's own read was: the file may have changed since.

@@ -17,13 +17,20 @@ pub struct Siblings(HashMap<String, Vec<Spread>>);
 type Spread = (Option<String>, Vec<MemberKind>);
 
 impl Siblings {
-    pub fn of(bundles: &[Bundle]) -> Siblings {
+    /// From the bundles checked at the end, and the owner and namespace of those checked
+    /// complete before (which hold every kind).
+    pub fn of(bundles: &[Bundle], complete: &[(String, Option<String>)]) -> Siblings {
         let mut by_owner: HashMap<String, Vec<Spread>> = HashMap::new();
         for b in bundles {
             by_owner
                 .entry(b.owner.clone())
                 .or_default()
                 .push((b.namespace.clone(), b.members.keys().copied().collect()));
+        }
+        for (owner, namespace) in complete {
+            if let Some(spread) = by_owner.get_mut(owner) {
+                spread.push((namespace.clone(), MEMBER_KINDS.to_vec()));
+            }
         }
         by_owner.retain(|_, spread| spread.len() > 1);
         Siblings(by_owner)
