@@ -31,6 +31,7 @@ fn main() {
         .join("rule_files.rs");
     std::fs::write(target, out).expect("OUT_DIR is writable");
     build_digest();
+    version();
     // Relative relocations packed (DT_RELR): the loader applies the position-independent
     // binary's pointers in a few passes at start instead of one entry each.
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
@@ -67,4 +68,48 @@ fn build_digest() {
         }
     }
     println!("cargo:rustc-env=CREDLINT_BUILD_DIGEST={hash:016x}");
+}
+
+/// `CREDLINT_VERSION`: the crate's version, and the commit it was built from when the sources
+/// are a git checkout of this repository (`0.1.0 (1edeef7c2a41)`), so a report of a problem
+/// can say which build it came from. Without git, or outside a checkout (a source archive, a
+/// vendored copy inside another repository), just the version: the build never fails on it.
+fn version() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let version = env!("CARGO_PKG_VERSION");
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        out.status.success().then_some(())?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        Some(text.trim().to_string()).filter(|t| !t.is_empty())
+    };
+    let ours = git(&["rev-parse", "--show-toplevel"])
+        .and_then(|top| std::path::Path::new(&top).canonicalize().ok())
+        .is_some_and(|top| root.canonicalize().is_ok_and(|r| r == top));
+    let commit = ours
+        .then(|| git(&["rev-parse", "--short=12", "HEAD"]))
+        .flatten()
+        .filter(|c| c.chars().all(|ch| ch.is_ascii_hexdigit()));
+    if ours {
+        // Rebuilt when HEAD moves: HEAD itself, the branch it names, and the packed refs.
+        for file in ["HEAD", "packed-refs"] {
+            if let Some(path) = git(&["rev-parse", "--git-path", file]) {
+                println!("cargo:rerun-if-changed={}", root.join(path).display());
+            }
+        }
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"])
+            && let Some(path) = git(&["rev-parse", "--git-path", &branch])
+        {
+            println!("cargo:rerun-if-changed={}", root.join(path).display());
+        }
+    }
+    match commit {
+        Some(commit) => println!("cargo:rustc-env=CREDLINT_VERSION={version} ({commit})"),
+        None => println!("cargo:rustc-env=CREDLINT_VERSION={version}"),
+    }
 }

@@ -247,3 +247,140 @@ fn standard_input_is_reported_and_configured_under_stdin_filename() {
         stderr(&wrong)
     );
 }
+
+#[test]
+fn concise_says_what_was_suppressed_as_text_does() {
+    let dir = common::temp_dir("first-day-concise-suppressed");
+    std::fs::write(
+        dir.join("credlint.toml"),
+        "[[per-path]]\npaths = [\"*.yaml\"]\nignore = [\"role-unnamed-rule\"]\nreason = \"migrating (PLAT-1)\"\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        common::root().join("fixtures/role-unnamed-rule/bad-no-names.yaml"),
+        dir.join("b.yaml"),
+    )
+    .unwrap();
+    let counted = common::credlint_in(&dir, &["check", "--format", "concise", "b.yaml"]);
+    let text = common::stdout(&counted);
+    assert!(
+        text.contains("2 findings suppressed by [[per-path]] (--show-suppressed lists them)"),
+        "{text}"
+    );
+    assert!(!text.contains("migrating"), "{text}");
+    let listed = common::credlint_in(
+        &dir,
+        &[
+            "check",
+            "--format",
+            "concise",
+            "--show-suppressed",
+            "b.yaml",
+        ],
+    );
+    let text = common::stdout(&listed);
+    assert!(
+        text.contains("2 findings suppressed by [[per-path]]:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("b.yaml:27:13 role-unnamed-rule") && text.contains("\"migrating (PLAT-1)\""),
+        "{text}"
+    );
+    assert_eq!(listed.status.code(), Some(0));
+}
+
+#[test]
+fn version_names_the_commit_of_a_git_checkout() {
+    let out = credlint(&["--version"]);
+    let shown = common::stdout(&out);
+    let version = concat!("credlint ", env!("CARGO_PKG_VERSION"));
+    assert!(shown.starts_with(version), "{shown}");
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(common::root())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let checkout = git(&["rev-parse", "--show-toplevel"]).is_some_and(|top| {
+        std::path::Path::new(&top).canonicalize().ok() == common::root().canonicalize().ok()
+    });
+    match git(&["rev-parse", "--short=12", "HEAD"]).filter(|_| checkout) {
+        Some(commit) => assert_eq!(shown.trim(), format!("{version} ({commit})")),
+        // No git, or not a checkout of this repository: the version alone.
+        None => assert_eq!(shown.trim(), version),
+    }
+}
+
+/// Every `docs/...` page any `--help` cites is one the repository ships.
+#[test]
+fn help_cites_only_pages_that_ship() {
+    use clap::CommandFactory;
+    let mut cli = credlint::cli::Cli::command();
+    let mut helps = vec![cli.render_long_help().to_string()];
+    for sub in cli.get_subcommands_mut() {
+        helps.push(sub.render_long_help().to_string());
+    }
+    let mut cited = 0;
+    for help in &helps {
+        for (at, _) in help.match_indices("docs/") {
+            let page: String = help[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "/._-".contains(*c))
+                .collect();
+            let page = page.trim_end_matches('.');
+            assert!(
+                common::root().join(page).is_file(),
+                "--help cites {page}, which does not ship"
+            );
+            cited += 1;
+        }
+        assert!(!help.contains(" cli.md"), "a bare cli.md: {help}");
+    }
+    assert!(
+        cited >= 3,
+        "check, simulate and the JSON format cite their pages"
+    );
+    let check = common::stdout(&credlint(&["check", "--help"]));
+    assert!(check.contains("docs/cli.md"), "{check}");
+}
+
+/// `credlint completions --help` is the one place that says where completion scripts go:
+/// every `credlint completions SHELL > PATH` the README and docs/ show is one it gives.
+#[test]
+fn completion_instructions_are_those_of_the_help() {
+    let help = common::stdout(&credlint(&["completions", "--help"]));
+    let mut pages = vec![common::root().join("README.md")];
+    for entry in std::fs::read_dir(common::root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    let mut shown = 0;
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (at, _) in text.match_indices("credlint completions ") {
+            let line: String = text[at..]
+                .chars()
+                .take_while(|c| *c != '`' && *c != '\n')
+                .collect();
+            if !line.contains('>') {
+                continue;
+            }
+            shown += 1;
+            assert!(
+                help.contains(line.trim()),
+                "{} shows `{line}`, which `credlint completions --help` does not give:\n{help}",
+                page.display()
+            );
+        }
+    }
+    assert!(
+        shown > 0,
+        "the docs show how to install a completion script"
+    );
+}

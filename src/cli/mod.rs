@@ -33,7 +33,8 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(
     name = "credlint",
-    version,
+    // The version, and the commit it was built from where build.rs could tell.
+    version = env!("CREDLINT_VERSION"),
     about = "Lints rendered Kubernetes manifests against the ADR-072 credentials-bundle contract"
 )]
 pub struct Cli {
@@ -44,6 +45,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Lint files and folders (default: the current folder; `-` reads standard input).
+    #[command(after_help = EXIT_STATUS)]
     Check(CheckArgs),
     /// List the rule catalog.
     Rules {
@@ -60,16 +62,37 @@ pub enum Command {
     Policies(crate::cli::policies::PoliciesArgs),
     /// Run each bundle's create.py with the local python3 against a fake Kubernetes API server,
     /// in every scenario of ADR-072, and report what it does wrong.
+    #[command(after_help = EXIT_STATUS)]
     Simulate(SimulateArgs),
     /// Print a JSON Schema of credlint.toml, for editors that validate and complete it (the
     /// same text as docs/credlint.schema.json).
     ConfigSchema,
-    /// Print a shell completion script (e.g. `credlint completions bash > /etc/bash_completion.d/credlint`).
+    /// Print a shell completion script (rule ids complete after --select, --ignore and explain).
+    #[command(long_about = None, after_help = COMPLETION_PATHS)]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
 }
+
+/// The end of `check --help` and `simulate --help`: the exit codes, and the pages that ship.
+const EXIT_STATUS: &str = "\
+Exit status: 0 no finding at or above --fail-on; 1 such findings; 2 the run could not do its
+job (bad usage, an unreadable path, nothing to lint).
+Commands, exit codes and the JSON report: docs/cli.md; every flag: docs/usage.md; the rules:
+docs/rules.md (or `credlint rules`, `credlint explain ID`).";
+
+/// Where each shell looks for a completion script, for one user (no root needed). The one place
+/// this is said: README.md and docs/ point here, and a test holds them to it.
+pub const COMPLETION_PATHS: &str = "\
+Install for one user (create the folder first where it does not exist; start a new shell
+afterwards):
+  bash:       credlint completions bash > ~/.local/share/bash-completion/completions/credlint
+  zsh:        credlint completions zsh > ~/.zfunc/_credlint
+              (with `fpath+=(~/.zfunc); autoload -U compinit; compinit` in ~/.zshrc)
+  fish:       credlint completions fish > ~/.config/fish/completions/credlint.fish
+  powershell: credlint completions powershell >> $PROFILE
+  elvish:     credlint completions elvish >> ~/.config/elvish/rc.elv";
 
 /// A rule id on the command line: any text is taken (unknown ids get credlint's own message,
 /// with a suggestion, and `policy:<name>` ids come from --policy files), but the catalog's ids
@@ -208,7 +231,7 @@ pub struct CheckArgs {
 pub enum Format {
     /// Diagnostics with the source line, for people.
     Text,
-    /// One JSON object (the contract of cli.md).
+    /// One JSON object (docs/cli.md and docs/output.md describe it).
     Json,
     /// SARIF 2.1.0, for code scanning.
     Sarif,

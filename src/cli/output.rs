@@ -262,7 +262,9 @@ fn write_one(
         Format::Sarif => report::sarif::write(outcome, helm, out),
         Format::Github => report::github::write(outcome, out),
         Format::Junit => report::junit::write(outcome, context, out),
-        Format::Concise => report::concise::write(outcome, helm, output.quiet, out),
+        Format::Concise => {
+            report::concise::write(outcome, helm, output.quiet, context.show_suppressed, out)
+        }
         Format::Text => {
             let style = report::text::Style {
                 color: terminal::color(output.color, &env, terminal),

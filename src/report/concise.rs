@@ -1,6 +1,7 @@
 //! `--format concise`: one line per finding, `file:line:column: severity rule: message`, as
 //! ruff's `concise` and eslint's `compact` do, for editors' error lists and grep; then the
-//! summary line of the text report.
+//! summary line of the text report and its line about suppressed findings (each of them with
+//! `--show-suppressed`).
 
 use super::helm::Sources;
 use crate::model::outcome::Outcome;
@@ -9,6 +10,7 @@ pub fn write(
     outcome: &Outcome,
     sources: &Sources,
     quiet: bool,
+    show_suppressed: bool,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     for (i, f) in outcome.findings.iter().enumerate() {
@@ -32,5 +34,10 @@ pub fn write(
     if quiet {
         return Ok(());
     }
-    super::text::summary(outcome, out)
+    super::text::summary(outcome, out)?;
+    let style = super::text::Style {
+        show_suppressed,
+        ..Default::default()
+    };
+    super::text::suppressed(outcome, &style, out)
 }

@@ -229,7 +229,7 @@ pub fn summary(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Resu
 
 /// Suppressed findings do not count and are not shown as diagnostics: one line says how many,
 /// or, with `--show-suppressed`, one line each says what was accepted, where, and why.
-fn suppressed(
+pub(crate) fn suppressed(
     outcome: &Outcome,
     style: &Style,
     out: &mut dyn std::io::Write,
