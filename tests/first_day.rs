@@ -384,3 +384,35 @@ fn completion_instructions_are_those_of_the_help() {
         "the docs show how to install a completion script"
     );
 }
+
+#[test]
+fn pragma_missing_says_why_with_its_adr_point() {
+    let found = findings("fixtures/pragma-missing/bad-no-pragma.yaml");
+    let missing = found
+        .iter()
+        .find(|f| f["rule"] == "pragma-missing")
+        .expect("the missing pragma is reported");
+    let message = missing["message"].as_str().unwrap();
+    assert!(message.contains("detect-secrets"), "{message}");
+    assert!(message.contains("(ADR-072 point 7)"), "{message}");
+}
+
+#[test]
+fn a_length_out_of_bounds_is_echoed_with_the_bounds_the_docs_give() {
+    let found = findings("fixtures/plan-invalid/bad-key-specs.yaml");
+    let length = found
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .find(|m| m.starts_with("`length`"))
+        .expect("the short length is reported");
+    // The fixture asks for 8 characters.
+    assert!(
+        length.contains("is `8`, not an integer from 16 to 4096"),
+        "{length}"
+    );
+    let bundle = std::fs::read_to_string(common::root().join("docs/bundle.md")).unwrap();
+    assert!(
+        bundle.contains("| integer, 16 to 4096 |"),
+        "docs/bundle.md gives what credlint enforces"
+    );
+}

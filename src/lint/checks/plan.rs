@@ -257,10 +257,16 @@ fn key_specs(item: &Node, secret: &str, report: &mut impl FnMut(&'static str, Sp
                                 INVALID,
                                 field.value.span,
                                 format!(
-                                    "`length` of key `{key}` of `{secret}` is an integer from \
-                                     {} to {}",
+                                    "`length` of key `{key}` of `{secret}` is {}, not an \
+                                     integer from {} to {}: fewer than {} characters of the \
+                                     62-letter alphabet hold under 96 random bits",
+                                    field
+                                        .value
+                                        .display_for_message()
+                                        .map_or("not a number".to_string(), |v| format!("`{v}`")),
                                     LENGTHS.start(),
-                                    LENGTHS.end()
+                                    LENGTHS.end(),
+                                    LENGTHS.start()
                                 ),
                             ),
                         }

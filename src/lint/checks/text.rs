@@ -143,7 +143,9 @@ pub fn check_script(
         None => out.push((
             "pragma-missing",
             header_span(source, entry.key_span, node.span),
-            "the create.py header line (the line of the key) lacks `# pragma: allowlist secret`"
+            "the create.py header line (the line of the key) lacks `# pragma: allowlist \
+             secret`: detect-secrets reads the whole block as one value at this line and takes \
+             the script for a secret, so the commit is blocked (ADR-072 point 7)"
                 .into(),
         )),
         // A pragma on the header with more beside it: detect-secrets skips the whole line.
