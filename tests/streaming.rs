@@ -76,9 +76,9 @@ fn checking_bundles_on_completion_changes_no_finding() {
 
 #[test]
 fn a_member_after_its_complete_bundle_is_a_duplicate_with_its_first() {
-    let dir = std::env::temp_dir().join(format!("credlint-late-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when the test ends, passed or failed.
+    let temp = credlint::testkit::TempDir::new("credlint-late");
+    let dir = temp.to_path_buf();
     let bundle = std::fs::read_to_string(fixtures().join("clean/cache.yaml")).unwrap();
     std::fs::write(dir.join("a.yaml"), &bundle).unwrap();
     // A second ConfigMap of the same owner, in a later file.
@@ -97,5 +97,4 @@ fn a_member_after_its_complete_bundle_is_a_duplicate_with_its_first() {
             "labelled with the first: {found:?}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

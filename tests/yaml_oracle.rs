@@ -47,10 +47,11 @@ fn build(dir: &Path) -> Result<PathBuf, String> {
         .env("GOFLAGS", "")
         .env("GOPROXY", "off")
         .env("GOTOOLCHAIN", "local")
-        // A cache of its own, kept between runs (the build takes seconds with it).
+        // A cache of its own, kept between runs (the build takes seconds with it), inside
+        // target/ (which `cargo clean` removes), not left in the system's temp folder.
         .env(
             "GOCACHE",
-            std::env::temp_dir().join("credlint-go-build-cache"),
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("credlint-go-build-cache"),
         )
         .current_dir(dir)
         .output()

@@ -758,13 +758,14 @@ mod tests {
 
     #[test]
     fn the_nearest_file_upward_is_found() {
-        let root = std::env::temp_dir().join(format!("credlint-config-{}", std::process::id()));
+        // Removed when the test ends, passed or failed.
+        let temp = crate::testkit::TempDir::new("credlint-config");
+        let root = temp.to_path_buf();
         let deep = root.join("a/b");
         std::fs::create_dir_all(&deep).unwrap();
         std::fs::write(root.join(FILE_NAME), "").unwrap();
         assert_eq!(find(&deep), Some(root.join(FILE_NAME)));
         std::fs::write(root.join("a").join(FILE_NAME), "").unwrap();
         assert_eq!(find(&deep), Some(root.join("a").join(FILE_NAME)));
-        let _ = std::fs::remove_dir_all(&root);
     }
 }

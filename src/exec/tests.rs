@@ -221,8 +221,8 @@ impl Memo for Remembered {
 /// all for a run whose every file the memo holds; the findings are the same either way.
 #[test]
 fn a_deferred_executor_compiles_only_when_a_file_needs_it() {
-    let dir = std::env::temp_dir().join(format!("credlint-deferred-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when the test ends, passed or failed.
+    let dir = crate::testkit::TempDir::new("credlint-deferred");
     let path = dir.join("a.yaml");
     std::fs::write(
         &path,
@@ -251,7 +251,6 @@ fn a_deferred_executor_compiles_only_when_a_file_needs_it() {
             .iter()
             .any(|(rule, line, _)| rule == "yaml-syntax" && *line == 6)
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The bundles a marked run names as touched are those with a member in a marked file, as the

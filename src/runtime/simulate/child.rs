@@ -562,8 +562,9 @@ while not os.path.exists(pidfile):
     fn a_program_that_leaves_its_session_does_not_outlive_the_run() {
         let dir = RunDir::create().unwrap();
         super::super::incluster::write_program(&dir, ESCAPES, "{}").unwrap();
-        let scratch = std::env::temp_dir().join(format!("credlint-escape-{}", std::process::id()));
-        let _ = fs::remove_file(&scratch);
+        // Removed when the test ends, whether it passes, fails or skips.
+        let scratch_dir = crate::testkit::TempDir::new("credlint-escape");
+        let scratch = scratch_dir.join("pid");
         let env = vec![
             (
                 "PATH".to_string(),
@@ -590,7 +591,6 @@ while not os.path.exists(pidfile):
             .trim()
             .parse()
             .unwrap();
-        let _ = fs::remove_file(&scratch);
         assert!(
             !Path::new(&format!("/proc/{pid}")).exists(),
             "the escaped grandchild {pid} is still there"
