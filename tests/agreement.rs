@@ -414,3 +414,30 @@ fn a_configured_credentials_image_is_enforced_by_the_policy() {
     let unset = policies("");
     assert_eq!(decide(&unset, index, &job(&other)), Verdict::Admitted);
 }
+
+/// Application objects (fixtures/applications) are no members: the linter reports nothing on
+/// them and no policy denies one, as written or as Argo CD sends it.
+#[test]
+fn application_objects_are_admitted_by_every_policy() {
+    let set = policies("");
+    let engine = Executor::new(Options::default()).unwrap();
+    let objects = lint_objects(&engine, &[fixtures().join("applications")]);
+    assert!(objects.len() >= 30, "{} objects", objects.len());
+    let mut verdicts = 0;
+    for obj in &objects {
+        assert!(obj.rules.is_empty(), "{}: {:?}", place(obj), obj.rules);
+        for text in [node_of(&obj.root), node_of(&as_admitted(&obj.root))] {
+            for (index, policy) in set.policies.iter().enumerate() {
+                let verdict = decide(&set, index, &text);
+                assert!(
+                    !verdict.denies(),
+                    "{}: {} {verdict:?}",
+                    place(obj),
+                    policy.name
+                );
+                verdicts += 1;
+            }
+        }
+    }
+    assert!(verdicts > 0);
+}

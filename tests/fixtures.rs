@@ -25,7 +25,7 @@ fn fixtures() -> PathBuf {
 }
 
 /// Folders of `fixtures/` that belong to no single rule.
-const SHARED: &[&str] = &["clean", "demo", "runtime"];
+const SHARED: &[&str] = &["applications", "clean", "demo", "runtime"];
 
 /// Lints an entry. An entry folder with a `policies/` folder gets it as `--policy`, and its
 /// manifests are the rest of the folder.
@@ -270,4 +270,37 @@ fn every_clean_rendering_yields_no_finding() {
         outcome.summary.bundles, 13,
         "every rendering is recognised as a bundle"
     );
+}
+
+/// Application objects (fixtures/applications/README.md) are no bundle members, whatever their
+/// names and commands: nothing is reported on any file, on a folder, or on all of them together,
+/// and the one real bundle beside them is still recognised (and only it).
+#[test]
+fn application_objects_yield_no_finding() {
+    let root = fixtures().join("applications");
+    assert_eq!(
+        lint(&root, Options::default()),
+        vec![],
+        "fixtures/applications"
+    );
+    let mut inputs = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            continue;
+        }
+        inputs += 1;
+        assert_eq!(
+            lint(&path, Options::default()),
+            vec![],
+            "{}",
+            path.display()
+        );
+    }
+    assert!(inputs >= 6, "{inputs} inputs");
+    let engine = Executor::new(Options::default()).unwrap();
+    let files = input::collect(&[root], &[]).files;
+    let outcome = engine.run(&files, Vec::new());
+    assert_eq!(outcome.summary.bundles, 1, "only the copied clean bundle");
+    assert!(outcome.summary.objects >= 30, "{}", outcome.summary.objects);
 }

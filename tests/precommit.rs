@@ -1,8 +1,9 @@
 //! The pre-commit hook. First `check --pre-commit` itself: the whole tree is linted, the report
 //! is narrowed to what the changed files touch. Then the real pre-commit framework in a
 //! throwaway git repository that takes this repository as its hook source: a bad bundle is
-//! blocked naming the rule, good manifests pass, a one-file change of a split bundle passes, and
-//! a stale `policies/` is refused.
+//! blocked naming the rule, good manifests pass, a one-file change of a split bundle passes, a
+//! chart's sources and JSON configuration beside the manifests pass (`pre-commit run
+//! --all-files` too) while a bad Role beside them fails, and a stale `policies/` is refused.
 //!
 //! The framework test runs this repository's `.pre-commit-hooks.yaml` with one change: the
 //! `rust` hooks become `unsupported` (pre-commit's "run this command as it is") hooks whose entry
@@ -142,6 +143,174 @@ fn excluded_folders_and_standard_input_in_pre_commit_mode() {
         Some(2),
         "a changed file that cannot be read"
     );
+}
+
+/// Writes the files of a GitOps repository that are no manifests into `dir`: a chart (its
+/// Chart.yaml, a values.yaml with Helm's empty fields and a duplicate key, unrendered templates
+/// under `templates/`), a kustomization, Renovate's and npm's JSON.
+fn no_manifests(dir: &Path) {
+    let chart = dir.join("charts/web");
+    std::fs::create_dir_all(chart.join("templates/tests")).unwrap();
+    let files = [
+        (
+            "charts/web/Chart.yaml",
+            "apiVersion: v2\nname: web\ntype: application\nversion: 2.7.1\nappVersion: \"4.12.0\"\n\
+             dependencies:\n  - name: redis\n    version: 19.6.4\n    repository: oci://registry.example/charts\n",
+        ),
+        (
+            "charts/web/values.yaml",
+            "replicaCount: 2\nimage:\n  repository: ghcr.io/example/web\n  tag: \"\"\n\
+             hostNetwork:\npodSecurityContext: {}\ncontroller:\n  kind: Deployment\n\
+             replicaCount: 3\n",
+        ),
+        (
+            "charts/web/templates/deployment.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ include \"web.fullname\" . }}\n\
+             spec:\n  replicas: {{ .Values.replicaCount }}\n",
+        ),
+        (
+            "charts/web/templates/tests/connection.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"{{ .Release.Name }}-test\"\n  annotations:\n    \"helm.sh/hook\": test\n",
+        ),
+        (
+            "kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - rendered/\n",
+        ),
+        (
+            "renovate.json",
+            "{\n  \"extends\": [\"config:recommended\"],\n  \"kubernetes\": {\"fileMatch\": [\"rendered/.+\\\\.yaml$\"]}\n}\n",
+        ),
+        (
+            "package.json",
+            "{\"name\": \"gitops\", \"private\": true, \"scripts\": {\"render\": \"helm template charts/web\"}}\n",
+        ),
+    ];
+    for (path, text) in files {
+        std::fs::write(dir.join(path), text).unwrap();
+    }
+}
+
+#[test]
+fn files_that_are_no_manifests_give_no_finding() {
+    let dir = temp_dir("pc-no-manifests");
+    no_manifests(&dir);
+    // Alone: nothing to lint, except in pre-commit mode, where a commit may touch no manifest.
+    let out = credlint_in(&dir, &["check", "."]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("nothing to lint"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("charts/web/templates: a Helm chart's templates"),
+        "{}",
+        stderr(&out)
+    );
+    let out = credlint_in(
+        &dir,
+        &[
+            "check",
+            "--pre-commit",
+            "charts/web/values.yaml",
+            "package.json",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    // Beside rendered manifests: the bundle is linted, the rest gives no finding.
+    std::fs::create_dir_all(dir.join("rendered")).unwrap();
+    copy_in("fixtures/clean/cache.yaml", &dir.join("rendered"));
+    let out = credlint_in(&dir, &["check", ".", "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(json(&out)["summary"]["bundles"], 1);
+    // A template named on the command line is left out with the same warning.
+    let out = credlint_in(
+        &dir,
+        &[
+            "check",
+            "--pre-commit",
+            "charts/web/templates/deployment.yaml",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("a Helm chart's templates"),
+        "{}",
+        stderr(&out)
+    );
+    // A file that holds an object is a manifest: its other documents are findings, and a
+    // manifest too broken to read an object from is still a finding.
+    std::fs::write(
+        dir.join("rendered/extra.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\nreplicaCount: 2\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("rendered/broken.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  labels: {x: [}\n",
+    )
+    .unwrap();
+    let out = credlint_in(&dir, &["check", ".", "--format", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let found = findings(&out);
+    assert_eq!(
+        found,
+        vec![
+            (
+                "yaml-syntax".to_string(),
+                "rendered/broken.yaml".to_string()
+            ),
+            (
+                "not-an-object".to_string(),
+                "rendered/extra.yaml".to_string()
+            ),
+        ]
+    );
+    // Standard input holding a lone scalar is no manifest: nothing to lint.
+    let mut child = command()
+        .args(["check", "-"])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("nothing to lint"), "{}", stderr(&out));
 }
 
 // The framework, end to end.
@@ -342,7 +511,40 @@ fn the_real_pre_commit_framework_blocks_bad_bundles_only() {
     );
     assert_eq!(commits(), "2");
 
-    // 3. A bad bundle: the Role grants list and watch. Blocked, naming the rule and the line.
+    // 3. A chart, a kustomization and JSON configuration beside the manifests: the commit that
+    //    adds them passes, and so does a run over every file; a bad Role beside them fails it.
+    no_manifests(&repo);
+    git(&repo, &["add", "-A"]);
+    let out = commit("chart sources and configuration");
+    assert!(
+        out.status.success(),
+        "files that are no manifests are blocked:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(commits(), "3");
+    let out = run(&["run", "--all-files"]);
+    assert!(
+        out.status.success(),
+        "pre-commit run --all-files fails:\n{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    std::fs::copy(
+        root().join("fixtures/role-forbidden-verb/bad-list-watch.yaml"),
+        repo.join("rendered/shop.yaml"),
+    )
+    .unwrap();
+    git(&repo, &["add", "rendered/shop.yaml"]);
+    let out = run(&["run", "--all-files"]);
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!out.status.success(), "the bad Role passed:\n{said}");
+    assert!(said.contains("role-forbidden-verb"), "{said}");
+    assert!(!said.contains("not-an-object"), "{said}");
+    git(&repo, &["reset", "-q", "rendered/shop.yaml"]);
+    std::fs::remove_file(repo.join("rendered/shop.yaml")).unwrap();
+
+    // 4. A bad bundle: the Role grants list and watch. Blocked, naming the rule and the line.
     std::fs::copy(
         root().join("fixtures/role-forbidden-verb/bad-list-watch.yaml"),
         repo.join("rendered/shop.yaml"),
@@ -355,11 +557,11 @@ fn the_real_pre_commit_framework_blocks_bad_bundles_only() {
     assert!(said.contains("role-forbidden-verb"), "{said}");
     assert!(said.contains("rendered/shop.yaml:27:"), "{said}");
     assert!(!said.contains("bundle-incomplete"), "{said}");
-    assert_eq!(commits(), "2", "nothing was committed");
+    assert_eq!(commits(), "3", "nothing was committed");
     git(&repo, &["reset", "-q", "rendered/shop.yaml"]);
     std::fs::remove_file(repo.join("rendered/shop.yaml")).unwrap();
 
-    // 4. A hand-edited policy: the policies hook refuses the commit.
+    // 5. A hand-edited policy: the policies hook refuses the commit.
     let policy = repo.join("policies/job-ttl/job-ttl.yaml");
     let text = std::fs::read_to_string(&policy).unwrap();
     std::fs::write(&policy, format!("{text}# edited by hand\n")).unwrap();
@@ -369,7 +571,7 @@ fn the_real_pre_commit_framework_blocks_bad_bundles_only() {
     assert!(!out.status.success(), "the stale policy passed:\n{said}");
     assert!(said.contains("credlint policies are current"), "{said}");
     assert!(said.contains("job-ttl"), "{said}");
-    assert_eq!(commits(), "2");
+    assert_eq!(commits(), "3");
 
     let _ = writeln!(
         std::io::stderr(),

@@ -520,7 +520,11 @@ fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> Exit
         Ok(run) => run,
         Err(code) => return code,
     };
-    if let Some(code) = nothing_linted(&outcome) {
+    // A commit may touch no manifest at all (a values.yaml, a renovate.json): `--pre-commit`
+    // then passes, where a plain `check` says there was nothing to lint.
+    if changed.is_none()
+        && let Some(code) = nothing_linted(&outcome)
+    {
         return code;
     }
     settings.apply(

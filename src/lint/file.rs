@@ -61,6 +61,9 @@ struct Part {
     places: Vec<Place>,
     /// The lines where the create.py pragma belongs.
     header_lines: Vec<usize>,
+    /// Whether a document is a sequence of objects: the file is a manifest, though no object
+    /// in it is read.
+    sequence: bool,
 }
 
 /// Where a document that is a sequence holding Kubernetes objects starts. A sequence of
@@ -72,6 +75,30 @@ fn sequence_of_objects(root: &Node) -> Option<usize> {
         .iter()
         .any(|item| object::Object::from_node(item).is_some())
         .then_some(root.span.start())
+}
+
+/// The rules on how a file's documents are shaped, which hold only for a manifest: a file with
+/// a Kubernetes object in it (kubectl refuses the whole file for one bad document).
+const DOCUMENT_RULES: &[&str] = &["not-an-object", "yaml-syntax", "yaml-duplicate-key"];
+
+/// Whether a file that yielded no object is still a manifest, one so broken that no object
+/// could be read from it: it has a document that does not parse and a top-level `kind` key
+/// (`kind:` at the start of a line, or a JSON `"kind"` key). A merge gate must not let a
+/// manifest with a typo pass as "no manifest"; a values.yaml whose nested `kind:` is indented,
+/// or a file that parses whole, is no manifest.
+fn broken_manifest(text: &str, findings: &[Finding]) -> bool {
+    let unparsed = findings.iter().any(|f| f.rule == "yaml-syntax");
+    let json = text
+        .trim_start_matches('\u{feff}')
+        .trim_start()
+        .starts_with(['{', '[']);
+    unparsed
+        && text.lines().any(|line| {
+            let line = line.strip_prefix("--- ").unwrap_or(line);
+            line.starts_with("kind:")
+                || line.starts_with("\"kind\":")
+                || (json && line.contains("\"kind\""))
+        })
 }
 
 /// Consecutive documents in segments of about [`SEGMENT_BYTES`], by index into `ranges`.
@@ -113,7 +140,7 @@ impl Linter {
             None => decoded.ranges(&source.lines),
         };
         let cut = started.elapsed();
-        let mut out = self.lint_ranges(p, &source, &ranges, &decoded, spread);
+        let (mut out, sequence) = self.lint_ranges(p, &source, &ranges, &decoded, spread);
         out.timings.parse += cut;
         if let Some(at) = stream.and_then(|s| s.trailing) {
             let mut emit = Emit::new(self.catalog);
@@ -128,6 +155,13 @@ impl Linter {
             );
             out.findings.extend(emit.findings);
         }
+        if out.objects == 0 && !sequence && !broken_manifest(&decoded.text, &out.findings) {
+            // No manifest (docs/bundle.md, "Files that are not manifests"): a Chart.yaml,
+            // values.yaml or package.json is nobody's object, so how its documents are shaped
+            // is none of credlint's business. Text rules still hold.
+            out.findings
+                .retain(|f| !DOCUMENT_RULES.contains(&f.rule.as_str()));
+        }
         Ok(out)
     }
 
@@ -138,7 +172,7 @@ impl Linter {
         ranges: &[Range<usize>],
         decoded: &stream::Decoded,
         spread: &impl Spread,
-    ) -> FileOut {
+    ) -> (FileOut, bool) {
         let segments = segments(ranges);
         let parts = spread.map(&segments, |seg| {
             self.lint_documents(p, source, &ranges[seg.clone()], decoded)
@@ -152,6 +186,7 @@ impl Linter {
         out.writers.reserve(total(|p| p.out.writers.len()));
         out.ignores.reserve(total(|p| p.out.ignores.len()));
         let mut scans = Vec::with_capacity(parts.len());
+        let sequence = parts.iter().any(|p| p.sequence);
         for (seg, part) in segments.iter().zip(parts) {
             out.append(part.out);
             let bytes = ranges[seg.start].start..ranges[seg.end - 1].end;
@@ -160,7 +195,7 @@ impl Linter {
         // A file that holds no bundle member (a chart's values.yaml that uses detect-secrets
         // pragmas on purpose) is judged only when the configuration asks for every file.
         if out.members.is_empty() && !self.options.pragma_everywhere {
-            return out;
+            return (out, sequence);
         }
         // Each segment's scan reads only its own lines and objects; the findings follow the
         // segments' own, in segment order.
@@ -173,7 +208,7 @@ impl Linter {
             out.timings.rules += took;
             out.findings.extend(found);
         }
-        out
+        (out, sequence)
     }
 
     /// The `pragma-misplaced` findings in `bytes` of `source`: pragmas anywhere but on the lines
@@ -217,10 +252,12 @@ impl Linter {
             out: FileOut::default(),
             places: Vec::new(),
             header_lines: Vec::new(),
+            sequence: false,
         };
         let out = &mut part.out;
         let mut emit = Emit::new(self.catalog);
         let mut programs = Vec::new();
+        let mut sequence = false;
         for range in ranges {
             let range = range.clone();
             if let Some((at, byte)) = decoded.invalid_in(&range) {
@@ -247,6 +284,7 @@ impl Linter {
                         }
                         out.documents += 1;
                         if let Some(at) = sequence_of_objects(&doc.root) {
+                            sequence = true;
                             emit.add(
                                 "yaml-syntax",
                                 source.loc(source.char_at(at)),
@@ -315,6 +353,7 @@ impl Linter {
         }
         out.timings.rules += linting.elapsed();
         out.findings = emit.findings;
+        part.sequence = sequence;
         part
     }
 

@@ -6,7 +6,9 @@
 //! nothing above the repository (outside a repository, the `.gitignore` files from the walked
 //! folder down). It never leaves the walked folder: a symbolic link whose target lies outside
 //! is not followed, and a warning names the link and its target (never what it holds). Only
-//! regular files are read: a device, FIFO or socket is refused, walked or named.
+//! regular files are read: a device, FIFO or socket is refused, walked or named. A chart's
+//! unrendered `templates/` folder (beside its `Chart.yaml`) is no manifest: it is left out with
+//! a warning, walked or named (docs/bundle.md, "Files that are not manifests").
 
 use crate::common::spread::{Serial, Spread};
 use std::ffi::OsStr;
@@ -122,10 +124,13 @@ pub fn collect<P: AsRef<OsStr>>(paths: &[P], exclude: &[String]) -> Collected {
                 path: shown,
                 message: not_regular(&meta.file_type()),
             }),
-            Ok(_) => out.files.push(InputFile {
-                display: shown,
-                origin: Origin::File(path.to_path_buf()),
-            }),
+            Ok(_) => match chart_templates_above(path) {
+                Some(folder) => out.warnings.push(chart_templates(&folder)),
+                None => out.files.push(InputFile {
+                    display: shown,
+                    origin: Origin::File(path.to_path_buf()),
+                }),
+            },
         }
     }
     if walked {
@@ -137,6 +142,33 @@ pub fn collect<P: AsRef<OsStr>>(paths: &[P], exclude: &[String]) -> Collected {
             .collect();
     }
     out
+}
+
+/// Whether `dir` is a Helm chart's templates folder: `templates` beside a `Chart.yaml` (the
+/// only name Helm reads a chart by). Its files are Go templates, not YAML, until rendered.
+pub fn is_chart_templates(dir: &Path) -> bool {
+    dir.file_name() == Some(OsStr::new("templates"))
+        && dir
+            .parent()
+            .is_some_and(|chart| chart.join("Chart.yaml").is_file())
+}
+
+/// The chart templates folder a named file lies in, if any (`charts/web/templates/a/b.yaml`).
+fn chart_templates_above(file: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .skip(1)
+        .find(|dir| is_chart_templates(dir))
+        .map(Path::to_path_buf)
+}
+
+/// The warning that a chart's templates are left out, once per folder of a walk.
+fn chart_templates(folder: &Path) -> InputError {
+    InputError {
+        path: display_path(folder),
+        message: "a Helm chart's templates, not rendered manifests; not read (lint the output \
+                  of `helm template` instead)"
+            .into(),
+    }
 }
 
 fn link_out(link: &Path, target: &Path, tree: &str) -> InputError {
@@ -257,6 +289,11 @@ fn walk(root: &Path, exclude: &[String], used: &mut [bool], out: &mut Collected)
                 }
             }
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if is_dir && is_chart_templates(path) {
+                let mut left = left_out.lock().unwrap_or_else(|e| e.into_inner());
+                left.warnings.push(chart_templates(path));
+                return false;
+            }
             if is_dir && let Some(big) = oversized_ignore_files(path, false).first() {
                 let mut left = left_out.lock().unwrap_or_else(|e| e.into_inner());
                 left.errors.push(too_large_ignore(big));

@@ -79,24 +79,21 @@ pub fn config_map_owner(root: &Node, name: &str) -> String {
 }
 
 /// Whether an object that is not recognised by itself may still be a member: its findings are
-/// then held until its bundle proves real. A ServiceAccount, Role or RoleBinding named like a
-/// member, or carrying a hook annotation (the renderer writes members as hooks); a Job named
-/// like one or mounting a ConfigMap (the one it mounts may be a bundle's, by structure).
+/// then held until its bundle proves real. A ServiceAccount, Role, RoleBinding or ConfigMap named like a
+/// member, or carrying a hook annotation (the renderer writes members as hooks); a Job mounting
+/// a ConfigMap (the one it mounts may be a bundle's, by structure). A Job's name alone makes no
+/// candidate: an application's `x-credentials-5eed1e55` with no hook and no program is none of
+/// credlint's business (docs/bundle.md section 1).
 pub fn candidate(object: &Object, kind: MemberKind) -> bool {
     let name = object.name.unwrap_or("");
     match kind {
-        MemberKind::ConfigMap => false,
-        MemberKind::Job => {
-            let (prefix, _) = name.rsplit_once('-').unwrap_or((name, ""));
-            prefix.ends_with(SUFFIX)
-                || object
-                    .root
-                    .at(&["spec", "template", "spec", "volumes"])
-                    .and_then(Node::as_seq)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|v| v.at(&["configMap", "name"]).is_some())
-        }
+        MemberKind::Job => object
+            .root
+            .at(&["spec", "template", "spec", "volumes"])
+            .and_then(Node::as_seq)
+            .unwrap_or_default()
+            .iter()
+            .any(|v| v.at(&["configMap", "name"]).is_some()),
         _ => {
             owner_of_name(name).is_some()
                 || object
@@ -110,10 +107,13 @@ pub fn candidate(object: &Object, kind: MemberKind) -> bool {
     }
 }
 
-/// Whether a ConfigMap holds the program or its plan: what makes it a bundle's by structure.
+/// Whether a ConfigMap holds the program and its plan: what makes it a bundle's by structure
+/// (the policies' `credentials-object`). One of the two alone does not: an application's
+/// `db-init-scripts` may well hold a `create.py`; a ConfigMap named like a member or carrying a
+/// hook that holds only one is a [`candidate`].
 pub fn holds_program(root: &Node) -> bool {
     root.get("data")
-        .is_some_and(|d| d.get("create.py").is_some() || d.get("plan.json").is_some())
+        .is_some_and(|d| d.get("create.py").is_some() && d.get("plan.json").is_some())
 }
 
 /// A Job belongs to the owner whose ConfigMap it mounts, else whose ServiceAccount it runs as,

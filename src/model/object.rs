@@ -14,12 +14,19 @@ pub struct Object<'n, 'a> {
     pub namespace: Option<&'n str>,
 }
 
+/// The API group of kustomize's configuration files (Kustomization, Component).
+const KUSTOMIZE_GROUP: &str = "kustomize.config.k8s.io";
+
 impl<'n, 'a> Object<'n, 'a> {
     /// A mapping with a string `kind` is an object; anything else (a values file, a package.json
-    /// found while walking) is not credlint's business.
+    /// found while walking) is not credlint's business. Nor is a kustomization
+    /// (`kustomize.config.k8s.io`): kustomize's own configuration, never sent to a cluster.
     pub fn from_node(root: &'n Node<'a>) -> Option<Self> {
         let kind = root.get("kind")?.as_str()?;
         let api_version = root.get("apiVersion").and_then(Node::as_str).unwrap_or("");
+        if api_group(api_version) == KUSTOMIZE_GROUP {
+            return None;
+        }
         let metadata = root.get("metadata");
         let field = |key| metadata.and_then(|m| m.get(key)).and_then(Node::as_str);
         Some(Object {
