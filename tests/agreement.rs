@@ -441,3 +441,147 @@ fn application_objects_are_admitted_by_every_policy() {
     }
     assert!(verdicts > 0);
 }
+
+fn update(set: &PolicySet, index: usize, old: &str, new: &str) -> Verdict {
+    match (parse(old).into_iter().next(), parse(new).into_iter().next()) {
+        (Some(Parsed::Document(o)), Some(Parsed::Document(n))) => set
+            .update(&o.root, &n.root)
+            .map_or(Verdict::NotMatched, |s| set.decide_for(index, &s)),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// In the cluster, a policy meets UPDATEs too. A controller removing its finalizer from an
+/// object that was non-compliant before the policy arrived (External Secrets' cleanup
+/// finalizer on a 5.4 ExternalSecret the Job deletes, say) is admitted by every policy; an
+/// UPDATE that changes what the rules read (the content, or annotations and labels) is judged as
+/// the object would be at a CREATE, so one that breaks a compliant object is denied.
+#[test]
+fn metadata_only_updates_are_admitted_and_content_updates_are_judged() {
+    let set = policies("");
+    let engine = Executor::new(Options::default()).unwrap();
+    let (mut judged, mut denied_updates, mut finalizer_updates) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for (folder, paths) in units() {
+        if !image_of(&folder).is_empty() {
+            continue;
+        }
+        for obj in lint_objects(&engine, &paths) {
+            if obj.refused() {
+                continue;
+            }
+            let new = node_of(&obj.root);
+            let mut finalized = obj.root.clone();
+            if let Some(meta) = finalized.get_mut("metadata") {
+                meta.set(
+                    "finalizers",
+                    Y::strs(["external-secrets.io/externalsecret-cleanup"]),
+                );
+            }
+            let mut relabelled = obj.root.clone();
+            if let Some(meta) = relabelled.get_mut("metadata") {
+                meta.set("labels", Y::map([("credlint.io/test-before", Y::str("1"))]));
+            }
+            let (finalized, relabelled) = (node_of(&finalized), node_of(&relabelled));
+            for (index, policy) in set.policies.iter().enumerate() {
+                let created = decide(&set, index, &new);
+                let freed = update(&set, index, &finalized, &new);
+                finalizer_updates += 1;
+                if freed.denies() {
+                    failures.push(format!(
+                        "{}: policy {} denies the removal of a finalizer ({freed:?})",
+                        place(&obj),
+                        policy.name
+                    ));
+                }
+                let changed = update(&set, index, &relabelled, &new);
+                judged += 1;
+                if changed.denies() {
+                    denied_updates += 1;
+                }
+                if changed.denies() != created.denies() {
+                    failures.push(format!(
+                        "{}: policy {} decides an UPDATE of the content otherwise than a CREATE ({changed:?} vs {created:?})",
+                        place(&obj),
+                        policy.name
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "updates: {finalizer_updates} finalizer removals admitted, {judged} content updates judged ({denied_updates} denied)"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        denied_updates > 0,
+        "an UPDATE that breaks the rules is denied"
+    );
+}
+
+/// A finding accepted with `credlint.io/ignore` is accepted by the cluster's policy too, and an
+/// annotation `check` calls `ignore-invalid` (no reason, an unknown id) accepts nothing there.
+#[test]
+fn suppressed_findings_are_admitted_by_their_policy() {
+    let set = policies("");
+    let engine = Executor::new(Options::default()).unwrap();
+    let (mut accepted, mut refused) = (0, 0);
+    let mut failures = Vec::new();
+    for (folder, paths) in units() {
+        if !image_of(&folder).is_empty() {
+            continue;
+        }
+        for obj in lint_objects(&engine, &paths) {
+            if obj.refused() {
+                continue;
+            }
+            for (index, policy) in set.policies.iter().enumerate() {
+                let text = node_of(&obj.root);
+                if !decide(&set, index, &text).denies() {
+                    continue;
+                }
+                let annotate = |value: &str| {
+                    let mut y = obj.root.clone();
+                    if let Some(meta) = y.get_mut("metadata") {
+                        if meta.get("annotations").is_none() {
+                            meta.set("annotations", Y::Map(Vec::new()));
+                        }
+                        if let Some(a) = meta.get_mut("annotations") {
+                            a.set("credlint.io/ignore", Y::str(value));
+                        }
+                    }
+                    node_of(&y)
+                };
+                let name = &policy.name;
+                for value in [
+                    format!("{name}: accepted until PLAT-12"),
+                    format!("job-ttl , {name} ,policy:local-x: kept: see PLAT-12"),
+                ] {
+                    accepted += 1;
+                    let v = decide(&set, index, &annotate(&value));
+                    if v.denies() {
+                        failures.push(format!("{}: `{value}` not honoured by {name}", place(&obj)));
+                    }
+                }
+                for value in [
+                    format!("{name}"),
+                    format!("{name}:   "),
+                    format!("{name}, no-such-rule: why"),
+                    format!("{name}x: why"),
+                ] {
+                    refused += 1;
+                    let v = decide(&set, index, &annotate(&value));
+                    if !v.denies() {
+                        failures.push(format!(
+                            "{}: `{value}` accepted by {name}, which check calls ignore-invalid",
+                            place(&obj)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("suppressions: {accepted} honoured, {refused} invalid ones refused");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(accepted > 0);
+}

@@ -417,7 +417,7 @@ pub struct FixtureObject {
     pub kind: String,
     pub name: Option<String>,
     pub namespaced: bool,
-    /// Rules `credlint check` reports on this object.
+    /// Rules `credlint check` reports on this object (suppressed findings left out).
     pub rules: Vec<String>,
 }
 
@@ -454,7 +454,16 @@ pub fn lint_objects(engine: &Executor, paths: &[PathBuf]) -> Vec<FixtureObject> 
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
     let inputs = input::collect(&args, &[]).files;
-    let outcome = engine.run(&inputs, Vec::new());
+    let mut outcome = engine.run(&inputs, Vec::new());
+    // The generated policies honour `credlint.io/ignore` as `check` does: a suppressed finding
+    // is no denial.
+    crate::cli::suppress::apply(
+        &mut outcome,
+        crate::cli::suppress::Options {
+            judge: false,
+            not_run: &[],
+        },
+    );
     let mut out = Vec::new();
     for (index, file) in inputs.iter().enumerate() {
         let Ok(bytes) = input::read(file) else {
@@ -478,7 +487,8 @@ pub fn lint_objects(engine: &Executor, paths: &[PathBuf]) -> Vec<FixtureObject> 
                     .findings
                     .iter()
                     .filter(|f| {
-                        f.loc.file == index
+                        f.suppressed.is_none()
+                            && f.loc.file == index
                             && f.loc.span.start >= span.start
                             && f.loc.span.end <= span.end
                     })

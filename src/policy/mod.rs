@@ -229,9 +229,7 @@ fn cel_spec(catalog: &Catalog, rule: &Rule, options: &Options) -> Vec<(&'static 
         "matchConstraints",
         Y::map([("resourceRules", resource_rules(&object.resources))]),
     )];
-    if let Some(condition) = match_condition(catalog, rule) {
-        spec.push(("matchConditions", Y::Seq(vec![condition])));
-    }
+    spec.push(("matchConditions", Y::Seq(match_conditions(catalog, rule))));
     let variables = variables(rule, options);
     if !variables.is_empty() {
         spec.push(("variables", Y::Seq(variables)));
@@ -261,9 +259,7 @@ fn cluster_policy(catalog: &Catalog, rule: &Rule, options: &Options) -> Y {
             )]),
         ),
     ];
-    if let Some(condition) = match_condition(catalog, rule) {
-        entry.push(("celPreconditions", Y::Seq(vec![condition])));
-    }
+    entry.push(("celPreconditions", Y::Seq(match_conditions(catalog, rule))));
     let mut cel = Vec::new();
     let variables = variables(rule, options);
     if !variables.is_empty() {
@@ -353,13 +349,58 @@ fn resource_rules(resources: &[&'static Resource]) -> Y {
     )
 }
 
-fn match_condition(catalog: &Catalog, rule: &Rule) -> Option<Y> {
-    let name = rule.object.as_ref()?.condition.as_deref()?;
-    let text = catalog.condition(name)?;
-    Some(Y::map([
-        ("name", Y::str(name)),
-        ("expression", Y::str(text)),
-    ]))
+/// The conditions under which a policy looks at an object at all: the rule's own (which objects
+/// are bundle members), then [`NOT_METADATA_ONLY`] and [`not_suppressed`].
+fn match_conditions(catalog: &Catalog, rule: &Rule) -> Vec<Y> {
+    let mut out = Vec::new();
+    let condition =
+        |name: &str, text: &str| Y::map([("name", Y::str(name)), ("expression", Y::str(text))]);
+    if let Some(name) = rule.object.as_ref().and_then(|o| o.condition.as_deref()) {
+        if let Some(text) = catalog.condition(name) {
+            out.push(condition(name, text));
+        }
+    }
+    out.push(condition("not-metadata-only-update", NOT_METADATA_ONLY));
+    out.push(condition("not-suppressed", &not_suppressed(catalog, rule)));
+    out
+}
+
+/// An UPDATE that changes nothing but metadata the rules do not read (finalizers, owner
+/// references, managed fields) is admitted whatever the object holds: a controller removing its
+/// finalizer from an object that was non-compliant before the policy arrived must not be
+/// stopped. Labels and annotations count as content (the hook rules and suppressions read them),
+/// so an UPDATE that breaks a compliant object is still judged. `oldObject` is null on CREATE.
+/// (A conditional rather than `||`: cel-python evaluates both sides of `||`, and a macro over a
+/// null `oldObject` would then fail where cel-go never looks.)
+const NOT_METADATA_ONLY: &str = "request.operation == 'UPDATE' && oldObject != null \
+? !(object.all(k, k == 'metadata' || k == 'status' || (k in oldObject && object[k] == oldObject[k])) \
+&& oldObject.all(k, k == 'metadata' || k == 'status' || k in object) \
+&& (has(object.metadata.annotations) ? object.metadata.annotations : {}) \
+== (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}) \
+&& (has(object.metadata.labels) ? object.metadata.labels : {}) \
+== (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})) : true";
+
+/// A `credlint.io/ignore` annotation that accepts this rule, read as `check` reads it
+/// (`<rule-id>[,<rule-id>...]: <reason>`: every id known or `policy:<name>`, a reason after the
+/// colon), admits the object, so the cluster accepts what review accepted. An annotation `check`
+/// calls `ignore-invalid` accepts nothing here either.
+fn not_suppressed(catalog: &Catalog, rule: &Rule) -> String {
+    let known: Vec<&str> = catalog
+        .rules
+        .iter()
+        .map(|r| r.id.as_str())
+        .filter(|id| *id != "ignore-invalid" && *id != "ignore-unused")
+        .collect();
+    let any = format!("(?:policy:[^,:]+|{})", known.join("|"));
+    let pattern = format!(
+        "^\\\\s*(?:{any}\\\\s*,\\\\s*)*{id}\\\\s*(?:,\\\\s*{any}\\\\s*)*:\\\\s*\\\\S",
+        id = rule.id
+    );
+    format!(
+        "!(has(object.metadata.annotations) && '{annotation}' in object.metadata.annotations \
+         && object.metadata.annotations['{annotation}'].matches('{pattern}'))",
+        annotation = crate::model::outcome::IGNORE_ANNOTATION
+    )
 }
 
 /// The rule's variables, after `credentialsImage` when the rule reads it.

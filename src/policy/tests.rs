@@ -169,12 +169,16 @@ fn resource_rules_name_every_kind_of_the_rule_by_group_version_and_resource() {
         &["spec", "matchConstraints", "resourceRules"],
     ))[0];
     assert_eq!(at(rule, &["apiVersions"]), &Y::strs(["v1", "v1beta1"]));
-    assert!(
-        eso.documents[0]
-            .get("spec")
-            .unwrap()
-            .get("matchConditions")
-            .is_none()
+    // No membership condition: every ExternalSecret is judged; only the two conditions every
+    // policy carries (metadata-only updates, suppressions).
+    let conditions = seq(at(&eso.documents[0], &["spec", "matchConditions"]));
+    let names: Vec<&Y> = conditions.iter().map(|c| at(c, &["name"])).collect();
+    assert_eq!(
+        names,
+        [
+            &Y::str("not-metadata-only-update"),
+            &Y::str("not-suppressed")
+        ]
     );
 }
 

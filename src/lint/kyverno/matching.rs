@@ -24,6 +24,8 @@ pub struct Target {
     pub name: String,
     pub namespace: Option<String>,
     pub labels: Vec<(String, String)>,
+    /// CREATE for a manifest; UPDATE where a test asks what an update would meet.
+    pub operation: &'static str,
 }
 
 impl Target {
@@ -53,6 +55,7 @@ impl Target {
             name: obj.name.unwrap_or("").to_string(),
             namespace: obj.namespace.map(str::to_string),
             labels,
+            operation: OPERATION,
         }
     }
 }
@@ -190,7 +193,7 @@ fn rule_matches(rule: &ResourceRule, t: &Target, equivalent: bool) -> bool {
     listed(&rule.groups, &t.group)
         && version
         && resource
-        && listed(&rule.operations, OPERATION)
+        && listed(&rule.operations, t.operation)
         && scope
         && (rule.names.is_empty() || rule.names.contains(&t.name))
 }

@@ -100,6 +100,8 @@ pub struct Denial {
 /// An object prepared for evaluation by [`PolicySet::subject`].
 pub struct Subject<'n, 'a> {
     node: &'n Node<'a>,
+    /// The object before an UPDATE (`None`: a CREATE, `oldObject` is null).
+    old: Option<&'n Node<'a>>,
     target: Target,
     bound: std::cell::OnceCell<(Bound, Bound, Bound)>,
 }
@@ -387,9 +389,23 @@ impl PolicySet {
         let obj = Object::from_node(object)?;
         Some(Subject {
             node: object,
+            old: None,
             target: Target::of(&obj),
             bound: std::cell::OnceCell::new(),
         })
+    }
+
+    /// An UPDATE of `old` to `object`, as the API server hands it to admission: what a
+    /// controller's or a user's change meets in the cluster.
+    pub fn update<'n, 'a>(
+        &self,
+        old: &'n Node<'a>,
+        object: &'n Node<'a>,
+    ) -> Option<Subject<'n, 'a>> {
+        let mut subject = self.subject(object)?;
+        subject.old = Some(old);
+        subject.target.operation = "UPDATE";
+        Some(subject)
     }
 
     /// What policy `index` does with an object.
@@ -428,7 +444,10 @@ impl PolicySet {
             (
                 self.cel.bind(object),
                 self.cel.bind_json(&request(target)),
-                self.cel.bind_null(),
+                match subject.old {
+                    Some(old) => self.cel.bind(old),
+                    None => self.cel.bind_null(),
+                },
             )
         });
         let globals = [("object", bound), ("oldObject", old), ("request", request)];
@@ -549,7 +568,7 @@ fn request(t: &Target) -> serde_json::Value {
         "requestSubResource": "",
         "name": t.name,
         "namespace": t.namespace.clone().unwrap_or_default(),
-        "operation": OPERATION,
+        "operation": t.operation,
         "dryRun": false,
     })
 }
