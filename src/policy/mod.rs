@@ -355,10 +355,10 @@ fn match_conditions(catalog: &Catalog, rule: &Rule) -> Vec<Y> {
     let mut out = Vec::new();
     let condition =
         |name: &str, text: &str| Y::map([("name", Y::str(name)), ("expression", Y::str(text))]);
-    if let Some(name) = rule.object.as_ref().and_then(|o| o.condition.as_deref()) {
-        if let Some(text) = catalog.condition(name) {
-            out.push(condition(name, text));
-        }
+    if let Some(name) = rule.object.as_ref().and_then(|o| o.condition.as_deref())
+        && let Some(text) = catalog.condition(name)
+    {
+        out.push(condition(name, text));
     }
     out.push(condition("not-metadata-only-update", NOT_METADATA_ONLY));
     out.push(condition("not-suppressed", &not_suppressed(catalog, rule)));
