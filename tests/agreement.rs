@@ -564,7 +564,7 @@ fn suppressed_findings_are_admitted_by_their_policy() {
                     }
                 }
                 for value in [
-                    format!("{name}"),
+                    name.to_string(),
                     format!("{name}:   "),
                     format!("{name}, no-such-rule: why"),
                     format!("{name}x: why"),
