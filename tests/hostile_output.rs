@@ -154,3 +154,134 @@ fn json_and_sarif_keep_the_characters_as_json_escapes() {
     let texts = value.to_string();
     assert!(texts.contains("\\u001b[2K\\rtch"), "{texts}");
 }
+
+/// Every file under `dir`, links listed with their targets, not followed.
+fn listing(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for e in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = e.path();
+            let kind = e.file_type().unwrap();
+            let name = path.strip_prefix(dir).unwrap().display().to_string();
+            if kind.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.push((name, format!("-> {}", target.display()).into_bytes()));
+            } else if kind.is_dir() {
+                pending.push(path);
+            } else {
+                out.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `policies --out` with a link in the folder (a policy's folder linked elsewhere, a policy
+/// file linked elsewhere, the folder itself a link): exit 2 naming the link, nothing written
+/// anywhere, the link's target untouched.
+#[test]
+fn policies_out_never_writes_through_a_link() {
+    let base = temp_dir("hostile-out-links");
+    let elsewhere = base.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("job-ttl.yaml"), "someone else's\n").unwrap();
+    std::fs::write(elsewhere.join("target.yaml"), "someone else's too\n").unwrap();
+    let linked_folder = base.join("a");
+    std::fs::create_dir_all(&linked_folder).unwrap();
+    std::os::unix::fs::symlink("../elsewhere", linked_folder.join("job-ttl")).unwrap();
+    let linked_file = base.join("b");
+    std::fs::create_dir_all(linked_file.join("hook-wave")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../elsewhere/target.yaml",
+        linked_file.join("hook-wave").join("hook-wave.yaml"),
+    )
+    .unwrap();
+    let linked_out = base.join("c");
+    std::os::unix::fs::symlink("elsewhere", &linked_out).unwrap();
+    for (out, link) in [
+        (&linked_folder, "job-ttl"),
+        (&linked_file, "hook-wave.yaml"),
+        (&linked_out, "c"),
+    ] {
+        let before = listing(&base);
+        let run = credlint(&["policies", "--out", &out.to_string_lossy()]);
+        assert_eq!(run.status.code(), Some(2), "{link}: {}", stderr(&run));
+        let said = stderr(&run);
+        assert!(
+            said.contains(link) && said.contains("symbolic link"),
+            "{link}: {said}"
+        );
+        assert_eq!(listing(&base), before, "{link}: something was written");
+    }
+}
+
+/// Links planted under the temporary names the policies used to be written to (the process id
+/// was the only unknown): the next process ids a run can get, in every policy folder. The run
+/// writes its policies and no link is followed.
+#[test]
+fn policies_out_follows_no_link_planted_under_a_temporary_name() {
+    let base = temp_dir("hostile-out-temp");
+    let out = base.join("policies");
+    let elsewhere = base.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let victim = elsewhere.join("victim");
+    std::fs::write(&victim, "keep me\n").unwrap();
+    let first = credlint(&["policies", "--out", &out.to_string_lossy()]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let last_pid: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(std::process::id());
+    let mut planted = 0;
+    for entry in std::fs::read_dir(&out).unwrap().flatten() {
+        if !entry.file_type().unwrap().is_dir() {
+            continue;
+        }
+        let folder = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // Rewritten on the next run: its text changes with the settings below.
+        for pid in last_pid + 1..last_pid + 40 {
+            let link = folder.join(format!(".{name}.yaml.{pid}.tmp"));
+            std::os::unix::fs::symlink(&victim, link).unwrap();
+            planted += 1;
+        }
+    }
+    assert!(planted > 100);
+    let run = credlint(&[
+        "policies",
+        "--out",
+        &out.to_string_lossy(),
+        "--credentials-image",
+        &format!("registry.example/other@sha256:{}", "ab".repeat(32)),
+    ]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let said = stderr(&run);
+    assert!(
+        said.contains("written") && !said.contains(" 0 written"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+}
+
+/// `--output-file` that is a link: exit 2 naming it, the target untouched.
+#[test]
+fn an_output_file_that_is_a_link_is_refused() {
+    let dir = temp_dir("hostile-output-file");
+    tree(&dir);
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "keep me\n").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("report.sarif")).unwrap();
+    let run = check(
+        &dir,
+        &["--format", "sarif", "--output-file", "report.sarif"],
+    );
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        stderr(&run).contains("report.sarif") && stderr(&run).contains("symbolic link"),
+        "{}",
+        stderr(&run)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+}
