@@ -285,3 +285,72 @@ fn an_output_file_that_is_a_link_is_refused() {
     );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
 }
+
+/// Every command that writes to standard output is quiet on a closed pipe, as `check` is: the
+/// exit code it has with an open one, nothing on standard error.
+#[test]
+fn every_command_is_quiet_on_a_closed_pipe() {
+    let bad = root().join(BAD);
+    let bad = bad.to_string_lossy();
+    for args in [
+        &["rules"][..],
+        &["rules", "--format", "json"],
+        &["rules", "--format", "markdown"],
+        &["explain", "role-forbidden-verb"],
+        &["policies"],
+        &["config-schema"],
+        &["completions", "bash"],
+        &["check", &bad, "--no-cache", "--format", "json"],
+        &["check", &bad, "--no-cache", "--format", "text"],
+    ] {
+        let open = command().args(args).output().unwrap();
+        let mut fds = [0; 2];
+        // SAFETY: pipe() fills the two descriptors of a valid two-element array.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: fds[0] is the read end this test owns and closes once.
+        unsafe { libc::close(fds[0]) };
+        // SAFETY: fds[1] is the write end this test owns; the Stdio takes it over.
+        let write_end =
+            unsafe { <std::process::Stdio as std::os::fd::FromRawFd>::from_raw_fd(fds[1]) };
+        let closed = command()
+            .args(args)
+            .stdout(write_end)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(closed.status.code(), open.status.code(), "{args:?}");
+        assert_eq!(stderr(&closed), "", "{args:?}");
+    }
+}
+
+/// Standard input that cannot be read (a folder given as stdin) is exit 2 with its reason,
+/// and the findings of the file named beside it are still reported.
+#[test]
+fn unreadable_standard_input_is_reported_beside_the_other_findings() {
+    let dir = temp_dir("hostile-stdin-folder");
+    let bad = root().join(BAD);
+    let run = command()
+        .args(["check", "--no-cache", "--format", "json", "-"])
+        .arg(&bad)
+        .stdin(std::fs::File::open(&*dir).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("-: cannot read standard input"),
+        "{}",
+        stderr(&run)
+    );
+    let report = json(&run);
+    let rules: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rules,
+        ["role-forbidden-verb", "role-forbidden-verb"],
+        "{report}"
+    );
+}
