@@ -6,11 +6,18 @@
 //! Why that is safe: any write to a file sets its change time (`ctime`) to the clock's time,
 //! and nobody can set a `ctime` back (`touch -d` moves the modification time only). So a file
 //! written after a run's `fstat` shows a later `ctime` than the one recorded, unless both fall
-//! in one tick of the file system's clock. Only files whose `ctime` and modification time are
-//! at least [`SETTLED`] older than the run's start are recorded, so no later write can share
-//! their tick. (An inode freed and reused by a new file gets a new `ctime` too.) What the index
-//! trusts is the clock: a file system that reports no times, or a server whose clock runs back,
-//! could make it wrong; such a file is only a `stat` away from a miss on every other field.
+//! in one tick of the file system's clock. Only files whose `ctime` is at least [`SETTLED`]
+//! older than the run's start are recorded, so no later write can share their tick. (An inode
+//! freed and reused by a new file gets a new `ctime` too.)
+//!
+//! Writes through a shared memory mapping are the exception: the kernel sets the times when a
+//! clean page is first written, and later writes to that page change nothing `stat` shows until
+//! the page is written back (within about 35 s with Linux's default writeback settings), after
+//! which the next write sets the times again. So a file is recorded only once its modification
+//! time is [`MAPPED_WRITES`] old too: every write the times did not show has then reached the
+//! bytes this run hashed. What the index still cannot see (a writeback held back longer than
+//! that, a file system that keeps no times, a clock that runs back) is listed in docs/trust.md;
+//! `--no-cache` reads every file.
 //!
 //! One index serves every setting (the digests are of the bytes alone; an entry's key adds the
 //! settings), is read on first use, and is written back, whole and atomically, only by a run
@@ -27,9 +34,9 @@ use std::time::{Duration, SystemTime};
 /// hexadecimal names, leaves it alone).
 pub(super) const NAME: &str = ".credlint-files";
 /// Identifies the index's format.
-const MAGIC: &[u8; 16] = b"credlint-files1\n";
-/// Magic, record count, checksum of the records.
-const HEADER: usize = 16 + 8 + 8;
+const MAGIC: &[u8; 16] = b"credlint-files2\n";
+/// Magic, record count, the tag of the count and records under the cache's secret.
+const HEADER: usize = 16 + 8 + 32;
 /// Device, inode, size, modification and change times (seconds, nanoseconds), digest.
 const RECORD: usize = 8 * 3 + (8 + 4) * 2 + 32;
 /// Records kept at most (10 MiB): a run that learns more keeps what it learned and as many of
@@ -38,6 +45,10 @@ const MAX_RECORDS: usize = 1 << 17;
 /// How long before a run's start a file must have last changed to be recorded: more than the
 /// coarsest clock tick of a file system (FAT's two seconds).
 const SETTLED: Duration = Duration::from_secs(3);
+/// How old a file's modification time must be to be recorded: longer than a page written
+/// through a mapping stays writable without the times changing (Linux writes dirty pages back
+/// after 30 s, checked every 5 s, by default).
+const MAPPED_WRITES: Duration = Duration::from_secs(60);
 
 /// A file, whatever its name: the device and inode `stat` gives.
 type Identity = (u64, u64);
@@ -63,29 +74,37 @@ impl Record {
 
 pub(super) struct Index {
     path: PathBuf,
-    /// Files whose times are before this are recorded.
+    secret: ring::hmac::Key,
+    /// Files whose change time is before this are recorded...
     settled_before: (i64, u32),
+    /// ...when their modification time is before this.
+    unmapped_before: (i64, u32),
     loaded: OnceLock<HashMap<Identity, Record>>,
     learned: Mutex<HashMap<Identity, Record>>,
 }
 
 impl Index {
     /// The index in `dir`, for a run that starts now (nothing is read yet).
-    pub(super) fn new(dir: &Path) -> Index {
-        Index::starting(dir, SystemTime::now())
+    pub(super) fn new(dir: &Path, secret: ring::hmac::Key) -> Index {
+        Index::starting(dir, SystemTime::now(), secret)
     }
 
-    fn starting(dir: &Path, start: SystemTime) -> Index {
-        let settled = start
-            .checked_sub(SETTLED)
-            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-            .unwrap_or_default();
+    fn starting(dir: &Path, start: SystemTime, secret: ring::hmac::Key) -> Index {
+        let before = |age: Duration| {
+            let t = start
+                .checked_sub(age)
+                .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                .unwrap_or_default();
+            (
+                i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+                t.subsec_nanos(),
+            )
+        };
         Index {
             path: dir.join(NAME),
-            settled_before: (
-                i64::try_from(settled.as_secs()).unwrap_or(i64::MAX),
-                settled.subsec_nanos(),
-            ),
+            secret,
+            settled_before: before(SETTLED),
+            unmapped_before: before(MAPPED_WRITES),
             loaded: OnceLock::new(),
             learned: Mutex::new(HashMap::new()),
         }
@@ -112,7 +131,7 @@ impl Index {
         let record = Record::of(seen, content);
         if !seen.is_file()
             || record.changed >= self.settled_before
-            || record.modified >= self.settled_before
+            || record.modified >= self.unmapped_before
             // No times at all: a file system that keeps none cannot tell a change.
             || record.changed == (0, 0)
         {
@@ -146,7 +165,7 @@ impl Index {
         super::write_atomically(
             self.path.parent().unwrap_or(Path::new(".")),
             &self.path,
-            &encode(&records),
+            &encode(&records, &self.secret),
             n,
         )
         .is_ok()
@@ -158,7 +177,7 @@ impl Index {
                 &self.path,
                 HEADER as u64..=(HEADER + MAX_RECORDS * RECORD) as u64,
             )
-            .and_then(|(bytes, _)| decode(&bytes))
+            .and_then(|(bytes, _)| decode(&bytes, &self.secret))
             .unwrap_or_default()
         })
     }
@@ -169,7 +188,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn encode(records: &[(Identity, Record)]) -> Vec<u8> {
+fn encode(records: &[(Identity, Record)], secret: &ring::hmac::Key) -> Vec<u8> {
     let mut body = Vec::with_capacity(records.len() * RECORD);
     for ((dev, ino), r) in records {
         body.extend_from_slice(&dev.to_le_bytes());
@@ -183,21 +202,27 @@ fn encode(records: &[(Identity, Record)]) -> Vec<u8> {
     }
     let mut out = Vec::with_capacity(HEADER + body.len());
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(records.len() as u64).to_le_bytes());
-    out.extend_from_slice(&super::checksum(&body).to_le_bytes());
+    let count = (records.len() as u64).to_le_bytes();
+    out.extend_from_slice(&count);
+    out.extend_from_slice(super::key::tag(secret, &[b"files", MAGIC, &count, &body]).as_ref());
     out.extend_from_slice(&body);
     out
 }
 
-/// The records of an index file; `None` for anything damaged, truncated or foreign.
-fn decode(bytes: &[u8]) -> Option<HashMap<Identity, Record>> {
+/// The records of an index file; `None` for anything damaged, truncated, foreign or not
+/// tagged under `secret` (an index that says a bad file holds a clean file's bytes would pass
+/// it unread).
+fn decode(bytes: &[u8], secret: &ring::hmac::Key) -> Option<HashMap<Identity, Record>> {
     let (head, body) = bytes.split_at_checked(HEADER)?;
     let count = usize::try_from(u64::from_le_bytes(head[16..24].try_into().ok()?)).ok()?;
-    let sum = u64::from_le_bytes(head[24..32].try_into().ok()?);
     if &head[..16] != MAGIC
         || count > MAX_RECORDS
         || body.len() != count * RECORD
-        || super::checksum(body) != sum
+        || !super::key::verify(
+            secret,
+            &[b"files", MAGIC, &head[16..24], body],
+            &head[24..HEADER],
+        )
     {
         return None;
     }
@@ -223,6 +248,10 @@ mod tests {
     use super::*;
     use crate::testkit::TempDir;
 
+    fn secret(byte: u8) -> ring::hmac::Key {
+        ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[byte; 32])
+    }
+
     #[test]
     fn a_file_is_known_while_unchanged_and_only_once_settled() {
         let dir = TempDir::new("credlint-files-index");
@@ -230,18 +259,22 @@ mod tests {
         std::fs::write(&file, "a: 1\n").unwrap();
         let seen = std::fs::metadata(&file).unwrap();
         // Just written: a run starting now does not record it.
-        let now = Index::new(&dir);
+        let now = Index::new(&dir, secret(1));
         assert_eq!(now.content(&file), None);
         now.learn(&seen, [7; 32]);
         assert!(!now.save(0), "an unsettled file is not recorded");
         assert!(!dir.join(NAME).exists());
+        // Settled, but modified within the last minute (a mapped write may not show yet).
+        let soon = Index::starting(&dir, SystemTime::now() + SETTLED * 2, secret(1));
+        soon.learn(&seen, [7; 32]);
+        assert!(!soon.save(0), "a recently modified file is not recorded");
         // A run starting later does, and the next run knows the file from its metadata.
-        let later = SystemTime::now() + Duration::from_secs(60);
-        let learning = Index::starting(&dir, later);
+        let later = SystemTime::now() + MAPPED_WRITES * 2;
+        let learning = Index::starting(&dir, later, secret(1));
         assert_eq!(learning.content(&file), None);
         learning.learn(&seen, [7; 32]);
         assert!(learning.save(0));
-        let next = Index::starting(&dir, later);
+        let next = Index::starting(&dir, later, secret(1));
         assert_eq!(next.content(&file), Some([7; 32]));
         assert_eq!(next.content(&dir.join("other.yaml")), None, "no such file");
         // Learning what it already holds writes nothing.
@@ -256,13 +289,20 @@ mod tests {
             .unwrap()
             .set_modified(seen.modified().unwrap())
             .unwrap();
-        assert_eq!(Index::starting(&dir, later).content(&file), None);
+        assert_eq!(Index::starting(&dir, later, secret(1)).content(&file), None);
         // A damaged index is as good as none.
         let mut bytes = std::fs::read(dir.join(NAME)).unwrap();
         bytes[HEADER] ^= 1;
         std::fs::write(dir.join(NAME), &bytes).unwrap();
-        let damaged = Index::starting(&dir, later);
+        let damaged = Index::starting(&dir, later, secret(1));
         assert!(damaged.loaded().is_empty());
+        // An index another secret wrote (a restored or committed cache) is as good as none.
+        let mut records = vec![((seen.dev(), seen.ino()), Record::of(&seen, [7; 32]))];
+        std::fs::write(dir.join(NAME), encode(&records, &secret(2))).unwrap();
+        assert!(Index::starting(&dir, later, secret(1)).loaded().is_empty());
+        records[0].1.content = [8; 32];
+        std::fs::write(dir.join(NAME), encode(&records, &secret(1))).unwrap();
+        assert_eq!(Index::starting(&dir, later, secret(1)).loaded().len(), 1);
     }
 
     fn record(n: u8) -> Record {
@@ -279,9 +319,9 @@ mod tests {
         let records: Vec<(Identity, Record)> = (1..=3)
             .map(|n| ((u64::from(n), u64::MAX - u64::from(n)), record(n)))
             .collect();
-        let bytes = encode(&records);
+        let bytes = encode(&records, &secret(1));
         assert_eq!(bytes.len(), HEADER + 3 * RECORD);
-        let back = decode(&bytes).unwrap();
+        let back = decode(&bytes, &secret(1)).unwrap();
         assert_eq!(back.len(), 3);
         for (identity, r) in &records {
             assert_eq!(back.get(identity), Some(r));
@@ -290,12 +330,23 @@ mod tests {
         for at in [0, 17, 25, HEADER, HEADER + RECORD + 40, bytes.len() - 1] {
             let mut damaged = bytes.clone();
             damaged[at] ^= 1;
-            assert!(decode(&damaged).is_none(), "flipped byte {at} was trusted");
+            assert!(
+                decode(&damaged, &secret(1)).is_none(),
+                "flipped byte {at} was trusted"
+            );
         }
-        assert!(decode(&bytes[..bytes.len() - 1]).is_none());
+        assert!(decode(&bytes[..bytes.len() - 1], &secret(1)).is_none());
+        assert!(
+            decode(&bytes, &secret(2)).is_none(),
+            "another secret's index"
+        );
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode(&longer).is_none());
-        assert!(decode(&encode(&[])).unwrap().is_empty());
+        assert!(decode(&longer, &secret(1)).is_none());
+        assert!(
+            decode(&encode(&[], &secret(1)), &secret(1))
+                .unwrap()
+                .is_empty()
+        );
     }
 }

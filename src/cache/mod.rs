@@ -14,14 +14,18 @@
 //!
 //! Entries are files named by their key, written to a temporary name and renamed into place,
 //! so concurrent runs see a whole entry or none. Each entry starts with a magic line, its full
-//! key and a checksum of its body: a damaged, truncated or foreign entry is a miss (and is
-//! rewritten), never trusted. When the folder holds more than [`MAX_BYTES`], the least recently
-//! used entries are removed; the folder is listed for that only once runs have written a
-//! quarter of the limit since it last was, or a day has passed (a ledger file keeps the
-//! count), so a run that writes one entry does not stat thousands.
+//! key and two HMAC-SHA256 tags under this user's secret ([`key`]): one of its name, one of its
+//! whole content. A damaged, truncated, foreign, forged or copied entry is a miss (and is
+//! rewritten), never trusted: the folder is input like any other (docs/trust.md). A folder that
+//! is a symbolic link, or that git tracks, is not used at all. When the folder holds more than
+//! [`MAX_BYTES`], the least recently used entries are removed, and only entries whose name tag
+//! verifies; the folder is listed for that only once runs have written a quarter of the limit
+//! since it last was, or a day has passed (a ledger file keeps the count), so a run that writes
+//! one entry does not stat thousands.
 
 mod codec;
 mod files;
+pub mod key;
 
 use crate::lint::Options;
 use crate::model::outcome::{FileOut, Memo, MemoKey};
@@ -60,12 +64,16 @@ const PRUNE_AFTER_BYTES: u64 = MAX_BYTES / 4;
 const PRUNE_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// Identifies the format and what wrote it; an entry that does not start with it is foreign.
-const MAGIC: &[u8; 16] = b"credlint-cache3\n";
-/// Magic, key, body checksum, body length.
-const HEADER: usize = 16 + 32 + 8 + 8;
+const MAGIC: &[u8; 16] = b"credlint-cache4\n";
+/// Magic, key, body length, the tag of the name (the key), the tag of all before it and the body.
+const HEADER: usize = 16 + 32 + 8 + 32 + 32;
+/// The mark of a folder this user's credlint made or checked: the tag of the folder's identity
+/// (device and inode, so a fresh clone's folder is a new one).
+const MARK: &str = ".credlint-folder";
 
 pub struct Cache {
     dir: PathBuf,
+    secret: ring::hmac::Key,
     fingerprint: [u8; 32],
     temp_counter: AtomicUsize,
     /// Bytes of entries this run wrote.
@@ -78,11 +86,38 @@ impl Cache {
     /// Opens (creating it if needed) the cache in `dir` for runs with `options`. The folder gets
     /// a `.gitignore` holding `*`, so that no one commits it, and a CACHEDIR.TAG, so that backup
     /// tools skip it.
+    ///
+    /// Refused (the run goes without a cache, with the reason): a folder that is a symbolic
+    /// link (a committed `.credlint_cache -> /elsewhere` would have entries written and pruned
+    /// there), a folder git tracks (a committed cache is the change's, not this machine's),
+    /// and a run with no key ([`key::load`]).
     pub fn open(dir: &Path, options: &Options) -> std::io::Result<Cache> {
+        let refuse = |why: String| std::io::Error::other(why);
+        let existed = match std::fs::symlink_metadata(dir) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(refuse(
+                    "it is a symbolic link, and a cache folder is never used through one".into(),
+                ));
+            }
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        let secret = key::load(dir).map_err(refuse)?;
         // A folder that exists already and is not a cache (`--cache-dir /tmp`) gets no
         // .gitignore of ours: that could hide someone else's files from git.
-        let ours = !dir.is_dir() || dir.join("CACHEDIR.TAG").is_file();
+        let ours = !existed || dir.join("CACHEDIR.TAG").is_file();
         std::fs::create_dir_all(dir)?;
+        // A folder this run made, or one checked before, needs no question to git; the mark
+        // records the check (a clone or a new folder under the same name is not marked).
+        if !existed || !marked(dir, &secret) {
+            if let Some(file) = tracked(dir).filter(|_| existed) {
+                return Err(refuse(format!(
+                    "git tracks {file} in it: a committed cache is not this machine's, and is \
+                     neither read, written nor pruned"
+                )));
+            }
+            mark(dir, &secret);
+        }
         for (name, text) in [
             (
                 ".gitignore",
@@ -103,7 +138,8 @@ impl Cache {
             fingerprint: fingerprint(options),
             temp_counter: AtomicUsize::new(0),
             written: AtomicU64::new(0),
-            files: files::Index::new(dir),
+            files: files::Index::new(dir, secret.clone()),
+            secret,
         })
     }
 
@@ -156,7 +192,7 @@ impl Cache {
                 (at, bytes.saturating_add(written))
             }
             _ => {
-                prune(&self.dir, MAX_BYTES);
+                prune(&self.dir, MAX_BYTES, &self.secret);
                 (now, 0)
             }
         };
@@ -195,12 +231,14 @@ impl Memo for Cache {
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut> {
         let path = self.path(&key.key);
         let (bytes, modified) = read_entry(&path)?;
-        let body = body(&bytes, &key.key)?;
+        let body = body(&bytes, &key.key, &self.secret)?;
         let out = codec::decode(body, file)?;
         if modified.elapsed().unwrap_or_default() > REFRESH_AFTER {
             // A read-only cache still serves: the time only orders pruning.
+            use std::os::unix::fs::OpenOptionsExt;
             let _ = std::fs::OpenOptions::new()
                 .append(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
                 .open(&path)
                 .and_then(|f| f.set_modified(SystemTime::now()));
         }
@@ -214,12 +252,7 @@ impl Memo for Cache {
         if (HEADER + body.len()) as u64 > MAX_ENTRY_BYTES {
             return;
         }
-        let mut entry = Vec::with_capacity(HEADER + body.len());
-        entry.extend_from_slice(MAGIC);
-        entry.extend_from_slice(&key.key);
-        entry.extend_from_slice(&checksum(&body).to_le_bytes());
-        entry.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        entry.extend_from_slice(&body);
+        let entry = seal(&self.secret, &key.key, &body);
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
         // A cache that cannot be written only makes the next run slower.
         if write_atomically(&self.dir, &self.path(&key.key), &entry, n).is_ok() {
@@ -275,54 +308,46 @@ fn read_regular(
     Some((bytes, meta.modified().unwrap_or_else(|_| SystemTime::now())))
 }
 
-/// The body of an entry, when it is whole and was written under `key` by this format.
-fn body<'b>(entry: &'b [u8], key: &[u8; 32]) -> Option<&'b [u8]> {
+/// An entry: the header ([`HEADER`]) and `body`, tagged under `secret`.
+fn seal(secret: &ring::hmac::Key, key: &[u8; 32], body: &[u8]) -> Vec<u8> {
+    let len = (body.len() as u64).to_le_bytes();
+    let mut entry = Vec::with_capacity(HEADER + body.len());
+    entry.extend_from_slice(MAGIC);
+    entry.extend_from_slice(key);
+    entry.extend_from_slice(&len);
+    let name = key::tag(secret, &[b"name", key]);
+    entry.extend_from_slice(name.as_ref());
+    let whole = key::tag(secret, &[b"entry", MAGIC, key, &len, name.as_ref(), body]);
+    entry.extend_from_slice(whole.as_ref());
+    entry.extend_from_slice(body);
+    entry
+}
+
+/// Whether an entry's header is this format's, for `key`, with a name tag that verifies: an
+/// entry this user's credlint wrote under that name (what pruning may remove).
+fn own_header(header: &[u8], key: &[u8; 32], secret: &ring::hmac::Key) -> bool {
+    header.len() >= HEADER
+        && &header[..16] == MAGIC
+        && &header[16..48] == key
+        && key::verify(secret, &[b"name", key], &header[56..88])
+}
+
+/// The body of an entry, when it is whole and was written under `key` by this user's credlint
+/// (its tag verifies under `secret`): anything else, forged, copied from another key's entry
+/// or written under another secret, is `None`.
+fn body<'b>(entry: &'b [u8], key: &[u8; 32], secret: &ring::hmac::Key) -> Option<&'b [u8]> {
     if entry.len() < HEADER || &entry[..16] != MAGIC || &entry[16..48] != key {
         return None;
     }
-    let sum = u64::from_le_bytes(entry[48..56].try_into().ok()?);
-    let len = u64::from_le_bytes(entry[56..64].try_into().ok()?);
+    let (len, name) = (&entry[48..56], &entry[56..88]);
     let body = &entry[HEADER..];
-    (body.len() as u64 == len && checksum(body) == sum).then_some(body)
-}
-
-/// The integrity check of an entry's body: a 64-bit checksum, not a cryptographic digest.
-/// What it must catch is damage (a flipped bit, a truncated or overwritten file); entries are
-/// renamed into place whole, so a reader never sees one half-written, and whoever can write
-/// the folder can write a valid SHA-256 as easily as a valid checksum, so a digest would buy
-/// no protection from them. Every step is a bijection of one lane's state (xor with a word,
-/// multiplication by an odd constant, rotation), so a change confined to one 8-byte word
-/// always changes the sum; four lanes keep the multiplications independent, several times the
-/// speed of SHA-256 on the 17 MB a warm 4,000-file run reads.
-fn checksum(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-    let mut lanes: [u64; 4] = [
-        0x243f_6a88_85a3_08d3,
-        0x1319_8a2e_0370_7344,
-        0xa409_3822_299f_31d0,
-        0x082e_fa98_ec4e_6c89,
-    ];
-    let mut blocks = bytes.chunks_exact(32);
-    for block in &mut blocks {
-        for (lane, w) in lanes.iter_mut().zip(block.chunks_exact(8)) {
-            *lane = (*lane ^ word(w)).wrapping_mul(K).rotate_left(31);
-        }
-    }
-    // The last 0-31 bytes, zero-padded, and the length, so that trailing zeros count.
-    let rest = blocks.remainder();
-    for (i, w) in rest.chunks(8).enumerate() {
-        let mut padded = [0; 8];
-        padded[..w.len()].copy_from_slice(w);
-        lanes[i] = (lanes[i] ^ u64::from_le_bytes(padded))
-            .wrapping_mul(K)
-            .rotate_left(31);
-    }
-    let mut sum = bytes.len() as u64;
-    for lane in lanes {
-        sum = (sum ^ lane).wrapping_mul(K).rotate_left(27);
-    }
-    sum
+    (body.len() as u64 == u64::from_le_bytes(len.try_into().ok()?)
+        && key::verify(
+            secret,
+            &[b"entry", MAGIC, key, len, name, body],
+            &entry[88..HEADER],
+        ))
+    .then_some(body)
 }
 
 /// What, beside a file's bytes, decides what linting it produces.
@@ -406,7 +431,7 @@ fn prune_due(pruned_at: u64, written_since: u64, now: u64) -> bool {
 
 /// Keeps the entries of `dir` under `limit` bytes (down to 3/4 of it once over, so that pruning
 /// is rare), removing the least recently used first, and removes stale temporary files.
-fn prune(dir: &Path, limit: u64) {
+fn prune(dir: &Path, limit: u64, secret: &ring::hmac::Key) {
     let Ok(listing) = std::fs::read_dir(dir) else {
         return;
     };
@@ -421,7 +446,12 @@ fn prune(dir: &Path, limit: u64) {
             if modified.elapsed().unwrap_or_default() > STALE_TEMP {
                 let _ = std::fs::remove_file(e.path());
             }
-        } else if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        } else if let Some(key) = unhex(&name)
+            && meta.is_file()
+            && read_header(&e.path()).is_some_and(|h| own_header(&h, &key, secret))
+        {
+            // Only this cache's own entries count and go: another program's file named by
+            // 64 hexadecimal digits (a container layer, a build store) is never touched.
             total += meta.len();
             entries.push((modified, meta.len(), e.path()));
         }
@@ -438,6 +468,87 @@ fn prune(dir: &Path, limit: u64) {
             total -= len;
         }
     }
+}
+
+/// The 32 bytes a name of 64 lowercase hexadecimal digits spells (as entries are named).
+fn unhex(name: &str) -> Option<[u8; 32]> {
+    let digits = name.as_bytes();
+    if digits.len() != 64 {
+        return None;
+    }
+    let value = |d: u8| match d {
+        b'0'..=b'9' => Some(d - b'0'),
+        b'a'..=b'f' => Some(d - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0; 32];
+    for (o, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+        *o = value(pair[0])? << 4 | value(pair[1])?;
+    }
+    Some(out)
+}
+
+/// The first [`HEADER`] bytes of the file at `path` (not followed through a link).
+fn read_header(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut header = Vec::with_capacity(HEADER);
+    file.take(HEADER as u64).read_to_end(&mut header).ok()?;
+    (header.len() == HEADER).then_some(header)
+}
+
+/// The folder's identity as its mark records it.
+fn identity(dir: &Path) -> Option<[u8; 16]> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(dir).ok()?;
+    let mut out = [0; 16];
+    out[..8].copy_from_slice(&meta.dev().to_le_bytes());
+    out[8..].copy_from_slice(&meta.ino().to_le_bytes());
+    Some(out)
+}
+
+/// Whether `dir` holds this user's mark for this very folder.
+fn marked(dir: &Path, secret: &ring::hmac::Key) -> bool {
+    let Some(id) = identity(dir) else {
+        return false;
+    };
+    read_regular(&dir.join(MARK), 32..=32)
+        .is_some_and(|(tag, _)| key::verify(secret, &[b"folder", &id], &tag))
+}
+
+/// Marks `dir` as checked (a mark that cannot be written only costs the next run the check).
+fn mark(dir: &Path, secret: &ring::hmac::Key) {
+    if let Some(id) = identity(dir) {
+        let tag = key::tag(secret, &[b"folder", &id]);
+        let _ = write_atomically(dir, &dir.join(MARK), tag.as_ref(), 0);
+    }
+}
+
+/// The first file under `dir` that git tracks, if `dir` is in a work tree that tracks any
+/// (no git, or no repository: nothing is tracked).
+fn tracked(dir: &Path) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        // A repository's own settings run no program here.
+        .args(["-c", "core.fsmonitor=false", "ls-files", "-z", "--", "."])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let first = out.stdout.split(|&b| b == 0).find(|n| !n.is_empty())?;
+    Some(String::from_utf8_lossy(first).into_owned())
 }
 
 /// Where the cache of a run goes: `--cache-dir`, else `$CREDLINT_CACHE_DIR`, else

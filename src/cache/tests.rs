@@ -192,18 +192,49 @@ fn entries_are_found_again_and_damaged_or_foreign_ones_are_misses() {
     assert_eq!(distinct.len(), keys.len(), "two inputs share a key");
 }
 
+fn secret(byte: u8) -> ring::hmac::Key {
+    ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[byte; 32])
+}
+
 #[test]
-fn pruning_removes_the_least_recently_used_entries_and_stale_temporary_files() {
+fn pruning_removes_only_its_own_least_recently_used_entries_and_stale_temporary_files() {
     let (_base, dir) = temp("prune");
     std::fs::create_dir_all(&dir).unwrap();
+    let ours = secret(1);
     let now = SystemTime::now();
-    let names: Vec<String> = (0..10).map(|i| format!("{i:064x}")).collect();
-    for (i, name) in names.iter().enumerate() {
-        let f = std::fs::File::create(dir.join(name)).unwrap();
-        f.set_len(100).unwrap();
-        // Entry 0 is the oldest.
-        f.set_modified(now - Duration::from_secs(1000 - i as u64))
+    let age = |name: &str, secs: u64| {
+        let f = std::fs::File::options()
+            .append(true)
+            .open(dir.join(name))
             .unwrap();
+        f.set_modified(now - Duration::from_secs(secs)).unwrap();
+    };
+    let names: Vec<String> = (0..10u8)
+        .map(|i| {
+            let key = [i; 32];
+            let name = crate::common::hex(&key);
+            std::fs::write(dir.join(&name), seal(&ours, &key, &[7; 12])).unwrap();
+            // Entry 0 is the oldest.
+            age(&name, 1000 - u64::from(i));
+            name
+        })
+        .collect();
+    assert_eq!(HEADER + 12, 132);
+    // Files named like entries that this cache did not write, all older and larger than its
+    // own: another program's blob, an entry of another secret (another user, a restored
+    // cache), and a copy of an entry of ours under another name. Never counted, never removed.
+    let blob = format!("{:064x}", 0xb10b);
+    std::fs::write(dir.join(&blob), vec![0; 10_000]).unwrap();
+    let foreign = crate::common::hex(&[0xf0; 32]);
+    std::fs::write(
+        dir.join(&foreign),
+        seal(&secret(2), &[0xf0; 32], &[7; 5000]),
+    )
+    .unwrap();
+    let copied = crate::common::hex(&[0xc0; 32]);
+    std::fs::write(dir.join(&copied), seal(&ours, &[0; 32], &[7; 5000])).unwrap();
+    for name in [&blob, &foreign, &copied] {
+        age(name, 5000);
     }
     let stale = std::fs::File::create(dir.join(".credlint-tmp-1-0")).unwrap();
     stale.set_modified(now - 2 * STALE_TEMP).unwrap();
@@ -212,26 +243,56 @@ fn pruning_removes_the_least_recently_used_entries_and_stale_temporary_files() {
     // Another program's old temporary file, in a folder shared with it: not credlint's.
     let theirs = std::fs::File::create(dir.join(".tmp-theirs")).unwrap();
     theirs.set_modified(now - 2 * STALE_TEMP).unwrap();
-    prune(&dir, 2000);
+    prune(&dir, 2000, &ours);
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
-        13,
-        "under the limit"
+        16,
+        "its own entries are under the limit"
     );
-    prune(&dir, 800);
+    prune(&dir, 800, &ours);
     let mut left: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     left.sort();
-    let mut expected: Vec<String> = names[4..].to_vec();
-    expected.extend([
-        ".gitignore".to_string(),
-        ".credlint-tmp-1-1".to_string(),
-        ".tmp-theirs".to_string(),
-    ]);
+    let mut expected: Vec<String> = names[6..].to_vec();
+    expected.extend(
+        [".gitignore", ".credlint-tmp-1-1", ".tmp-theirs"]
+            .map(String::from)
+            .into_iter()
+            .chain([blob, foreign, copied]),
+    );
     expected.sort();
     assert_eq!(left, expected, "down to 3/4 of the limit, oldest first");
+}
+
+/// An entry reads back only under the secret and the key it was sealed with, whole: any
+/// flipped bit, a cut, an added byte, another secret or another key is refused.
+#[test]
+fn an_entry_reads_back_only_whole_under_its_secret_and_key() {
+    let ours = secret(1);
+    let key = [3; 32];
+    let body: Vec<u8> = (0..200u32).map(|i| (i * 7 + 3) as u8).collect();
+    let entry = seal(&ours, &key, &body);
+    assert_eq!(super::body(&entry, &key, &ours), Some(&body[..]));
+    assert!(own_header(&entry[..HEADER], &key, &ours));
+    for at in 0..entry.len() {
+        let mut b = entry.clone();
+        b[at] ^= 0x01;
+        assert!(super::body(&b, &key, &ours).is_none(), "byte {at} flipped");
+    }
+    assert!(super::body(&entry[..entry.len() - 1], &key, &ours).is_none());
+    let mut longer = entry.clone();
+    longer.push(0);
+    assert!(super::body(&longer, &key, &ours).is_none());
+    assert!(super::body(&entry, &key, &secret(2)).is_none());
+    assert!(!own_header(&entry, &key, &secret(2)));
+    assert!(super::body(&entry, &[4; 32], &ours).is_none());
+    // The entry with its key field rewritten to another key: the tags bind the key.
+    let mut moved = entry.clone();
+    moved[16..48].copy_from_slice(&[4; 32]);
+    assert!(super::body(&moved, &[4; 32], &ours).is_none());
+    assert!(!own_header(&moved, &[4; 32], &ours));
 }
 
 #[test]
@@ -318,26 +379,6 @@ fn a_hit_refreshes_an_old_entry_only() {
         .elapsed()
         .unwrap_or_default();
     assert!(age < REFRESH_AFTER / 2, "not refreshed: {age:?} old");
-}
-
-/// The body's checksum changes with any one byte changed anywhere, and with zero bytes added
-/// at the end; equal bodies have equal sums.
-#[test]
-fn the_checksum_sees_every_byte_and_the_length() {
-    let body: Vec<u8> = (0..200u32).map(|i| (i * 7 + 3) as u8).collect();
-    let sum = checksum(&body);
-    assert_eq!(checksum(&body.clone()), sum);
-    for at in 0..body.len() {
-        for bit in [0x01, 0x80] {
-            let mut b = body.clone();
-            b[at] ^= bit;
-            assert_ne!(checksum(&b), sum, "byte {at} bit {bit:#x}");
-        }
-    }
-    let mut sums = std::collections::HashSet::new();
-    for len in 0..70 {
-        assert!(sums.insert(checksum(&vec![0; len])), "{len} zero bytes");
-    }
 }
 
 /// A run that wrote lists the folder (and prunes it) only when the ledger is missing, says a

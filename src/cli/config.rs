@@ -89,12 +89,25 @@ impl fmt::Display for ConfigError {
 
 /// The nearest `credlint.toml` in `start` or one of its parents, up to the filesystem root.
 /// Whatever stands under that name counts, a dangling link or a folder too: one that cannot be
-/// read is an error (exit 2), never a run without the settings it holds.
-pub fn find(start: &Path) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .map(|dir| dir.join(FILE_NAME))
-        .find(|candidate| std::fs::symlink_metadata(candidate).is_ok())
+/// read is an error (exit 2), never a run without the settings it holds. So is a folder on
+/// the way that cannot be searched (`Err` names the place): whether it holds a config is not
+/// known, and a run with other settings than the user wrote would pass silently.
+pub fn find(start: &Path) -> Result<Option<PathBuf>, String> {
+    for dir in start.ancestors() {
+        let candidate = dir.join(FILE_NAME);
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(_) => return Ok(Some(candidate)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(format!(
+                    "{}: cannot tell whether a {FILE_NAME} is there: {e} (name one with \
+                     --config, or --no-config where the command has it)",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The largest config file read: far above any real one, and a device named with `--config`
@@ -764,8 +777,16 @@ mod tests {
         let deep = root.join("a/b");
         std::fs::create_dir_all(&deep).unwrap();
         std::fs::write(root.join(FILE_NAME), "").unwrap();
-        assert_eq!(find(&deep), Some(root.join(FILE_NAME)));
+        assert_eq!(find(&deep), Ok(Some(root.join(FILE_NAME))));
         std::fs::write(root.join("a").join(FILE_NAME), "").unwrap();
-        assert_eq!(find(&deep), Some(root.join("a").join(FILE_NAME)));
+        assert_eq!(find(&deep), Ok(Some(root.join("a").join(FILE_NAME))));
+        // A place on the way that cannot be looked into (here a link loop: the same error
+        // path as a folder without search permission, which root cannot be refused) is an
+        // error naming it, not a skip to the config further up.
+        let looped = root.join("a/loop");
+        std::os::unix::fs::symlink("loop", &looped).unwrap();
+        let err = find(&looped.join("sub")).unwrap_err();
+        assert!(err.contains("loop") && err.contains("cannot tell"), "{err}");
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

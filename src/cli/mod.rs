@@ -798,9 +798,30 @@ fn lint(
             shown(&paths)
         )));
     }
-    // Standard input is read once, up front; the text report needs it again.
-    let (files, stdin) =
-        take_stdin(files, stdin_name).map_err(|e| usage_error(format!("-: {e}")))?;
+    // Standard input is read once, up front; the text report needs it again. One that cannot
+    // be read (a folder given as stdin) is an input error beside the other inputs' findings,
+    // never instead of them (exit 2 all the same).
+    let mut errors = errors;
+    let (files, stdin) = match take_stdin(files.clone(), stdin_name) {
+        Ok(taken) => taken,
+        Err(e) => {
+            errors.push(input::InputError {
+                path: "-".into(),
+                message: e,
+            });
+            let rest: Vec<input::InputFile> = files
+                .into_iter()
+                .filter(|f| f.origin != input::Origin::Stdin)
+                .collect();
+            if rest.is_empty() {
+                for e in &errors {
+                    eprintln!("credlint: {}: {}", e.path, e.message);
+                }
+                return Err(ExitCode::from(2));
+            }
+            (rest, None)
+        }
+    };
     let outcome = executor.run_with(&files, errors, memo);
     Ok((
         outcome,
@@ -832,7 +853,8 @@ fn nothing_linted(outcome: &Outcome) -> Option<ExitCode> {
 }
 
 /// Reads standard input once, up front, when it is among the inputs, so both the engine and
-/// the text report can use it. A read error or input over the size cap is `Err`: the run exits 2 rather than lint less.
+/// the text report can use it. A read error or input over the size cap is `Err`: standard input
+/// is then an input error (exit 2), and the other inputs are still linted and reported.
 fn take_stdin(
     files: Vec<input::InputFile>,
     name: Option<&str>,
@@ -922,8 +944,12 @@ fn rules(format: CatalogFormat) -> ExitCode {
         }
         CatalogFormat::Json => {
             let rules: Vec<serde_json::Value> = catalog.rules.iter().map(rule_json).collect();
+            // serde_json wraps the write's error: its kind is kept, so a closed pipe stays quiet.
             serde_json::to_writer_pretty(&mut out, &rules)
-                .map_err(std::io::Error::other)
+                .map_err(|e| match e.io_error_kind() {
+                    Some(kind) => std::io::Error::from(kind),
+                    None => std::io::Error::other(e),
+                })
                 .and_then(|_| writeln!(out))
         }
         CatalogFormat::Markdown => write!(out, "{}", crate::cli::docs::markdown(catalog)),

@@ -211,7 +211,7 @@ pub fn finish(
                 write_one(outcome, output, target, context, &helm, terminal, &mut out)
                     .and_then(|_| out.flush())
             }
-            Some(path) => std::fs::File::create(path).and_then(|file| {
+            Some(path) => create_report(path).and_then(|file| {
                 let mut out = std::io::BufWriter::new(file);
                 write_one(outcome, output, target, context, &helm, false, &mut out)?;
                 out.flush()
@@ -239,6 +239,27 @@ pub fn finish(
     } else {
         std::process::ExitCode::SUCCESS
     }
+}
+
+/// Opens `--output-file` for writing, never through a symbolic link: a committed
+/// `report.sarif -> ~/.bashrc` would otherwise have the report written over its target.
+fn create_report(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                std::io::Error::other(
+                    "it is a symbolic link, which credlint does not write through",
+                )
+            } else {
+                e
+            }
+        })
 }
 
 fn write_one(

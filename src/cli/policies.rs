@@ -290,6 +290,18 @@ pub fn stale_files(dir: &Path, files: &BTreeMap<String, String>) -> Vec<String> 
 /// the way that credlint did not generate (no marker on its first line: a hand-written
 /// kustomization.yaml, say) is never replaced: nothing is written and `Err` names them all.
 pub fn write(dir: &Path, files: &BTreeMap<String, String>) -> Result<String, String> {
+    let linked: Vec<String> = files
+        .keys()
+        .filter_map(|path| linked_on_the_way(dir, path))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !linked.is_empty() {
+        return Err(format!(
+            "not writing through a symbolic link (it could point outside the folder): {}",
+            linked.join(", ")
+        ));
+    }
     let found: Vec<(PathBuf, &String, OnDisk)> = files
         .iter()
         .map(|(path, text)| {
@@ -334,18 +346,56 @@ pub fn write(dir: &Path, files: &BTreeMap<String, String>) -> Result<String, Str
     ))
 }
 
+/// The first of `dir` and the folders and file of `relative` under it that is a symbolic link
+/// (or a folder's place that holds something else), if any: `--out` writes none of them.
+fn linked_on_the_way(dir: &Path, relative: &str) -> Option<String> {
+    let mut at = dir.to_path_buf();
+    let parts: Vec<&str> = relative.split('/').collect();
+    for i in 0..=parts.len() {
+        if i > 0 {
+            at.push(parts[i - 1]);
+        }
+        match std::fs::symlink_metadata(&at) {
+            Err(_) => return None,
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Some(format!("{} is a symbolic link", at.display()));
+            }
+            Ok(meta) if i < parts.len() && !meta.is_dir() => {
+                return Some(format!("{} is not a folder", at.display()));
+            }
+            Ok(_) => {}
+        }
+    }
+    None
+}
+
+/// Writes `text` to a new temporary file beside `path` (an unpredictable name, created with
+/// `O_EXCL | O_NOFOLLOW`: never another file, never through a link planted under that name)
+/// and renames it over `path`.
 fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let parent = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let temp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&temp, text)?;
-    std::fs::rename(&temp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temp);
-    })
+    let mut random = [0u8; 12];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut random)
+        .map_err(|_| std::io::Error::other("no random bytes from the system"))?;
+    let temp = parent.join(format!(".{name}.{}.tmp", crate::common::hex(&random)));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&temp)?;
+    file.write_all(text.as_bytes())
+        .and_then(|_| std::fs::rename(&temp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&temp);
+        })
 }
 
 /// YAML files under `dir` (hidden folders included) that start with the generated-file marker.

@@ -106,15 +106,17 @@ impl Settings {
                 let shown = path.display().to_string();
                 Some((path, shown))
             }
-            ConfigFile::Nearest => std::env::current_dir().ok().and_then(|cwd| {
-                let path = config::find(&cwd)?;
-                // Named as the user would: relative when it is in the current folder.
-                let shown = match path.parent() {
-                    Some(dir) if dir == cwd => config::FILE_NAME.to_string(),
-                    _ => path.display().to_string(),
-                };
-                Some((path, shown))
-            }),
+            ConfigFile::Nearest => match std::env::current_dir() {
+                Err(_) => None,
+                Ok(cwd) => config::find(&cwd).map_err(|e| vec![e])?.map(|path| {
+                    // Named as the user would: relative when it is in the current folder.
+                    let shown = match path.parent() {
+                        Some(dir) if dir == cwd => config::FILE_NAME.to_string(),
+                        _ => path.display().to_string(),
+                    };
+                    (path, shown)
+                }),
+            },
         };
         let file = match path {
             None => None,

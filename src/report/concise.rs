@@ -19,16 +19,16 @@ pub fn write(
         }
         let from = sources
             .get(i)
-            .map_or(String::new(), |s| format!(" (from {s})"));
+            .map_or(String::new(), |s| format!(" (from {})", super::shown(s)));
         writeln!(
             out,
             "{}:{}:{}: {} {}: {}{from}",
-            super::file_name(outcome, f.loc.file),
+            super::shown_file_name(outcome, f.loc.file),
             f.loc.line,
             f.loc.column,
             f.severity,
             f.rule,
-            f.message.replace('\n', " "),
+            super::shown(&f.message.replace('\n', " ")),
         )?;
     }
     if quiet {

@@ -5,7 +5,9 @@
 //! (they are accepted); a last plain line gives the summary.
 //!
 //! Escaping, as the runner decodes it: in the message, `%`, CR and LF become `%25`, `%0D` and
-//! `%0A`; in the properties also `:` and `,` (`%3A`, `%2C`), which separate them.
+//! `%0A`; in the properties also `:` and `,` (`%3A`, `%2C`), which separate them. Before that,
+//! control characters other than line feed and tab (CR among them) and bidirectional controls
+//! are written as `\u{..}` text (`report::shown`).
 
 use crate::model::Severity;
 use crate::model::outcome::Outcome;
@@ -41,9 +43,11 @@ pub fn write(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result
     )
 }
 
-/// The message of a command.
+/// The message of a command: control characters shown escaped first (the runner prints the
+/// message into the log, where they would act on whoever reads it), then the runner's escapes.
 pub fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
+    super::shown(text)
+        .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
@@ -59,7 +63,8 @@ mod tests {
 
     #[test]
     fn separators_and_line_breaks_are_escaped() {
-        assert_eq!(escape_data("50% a:b,c\r\nd"), "50%25 a:b,c%0D%0Ad");
+        assert_eq!(escape_data("50% a:b,c\nd"), "50%25 a:b,c%0Ad");
+        assert_eq!(escape_data("a\rb\u{1b}[2K"), "a\\u{d}b\\u{1b}[2K");
         assert_eq!(escape_property("a:b,c%"), "a%3Ab%2Cc%25");
         assert_eq!(
             escape_property("%3A"),

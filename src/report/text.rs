@@ -15,18 +15,66 @@ use miette::{
 };
 use std::collections::HashMap;
 
-/// A file's text with its line index, as miette reads it.
+/// A file's text with its line index, as miette reads it. Characters a terminal would act on
+/// are shown escaped ([`super::shown`]); `shifts` maps the file's offsets past them.
 pub struct IndexedSource {
     name: String,
     text: String,
     lines: LineIndex,
+    /// For each escaped character, where it ends in the file and how many bytes the escapes up
+    /// to it added.
+    shifts: Vec<(usize, usize)>,
 }
 
 impl IndexedSource {
     pub fn new(name: String, text: String) -> Self {
+        let name = super::shown(&name).into_owned();
+        let (text, shifts) = escaped_source(text);
         let lines = LineIndex::new(&text);
-        IndexedSource { name, text, lines }
+        IndexedSource {
+            name,
+            text,
+            lines,
+            shifts,
+        }
     }
+
+    /// Where offset `at` of the file is in the text shown.
+    fn at(&self, at: usize) -> usize {
+        let before = self.shifts.partition_point(|&(end, _)| end <= at);
+        at + before.checked_sub(1).map_or(0, |i| self.shifts[i].1)
+    }
+
+    /// A finding's span in the text shown.
+    fn span(&self, start: usize, len: usize) -> (usize, usize) {
+        let from = self.at(start);
+        (from, self.at(start + len) - from)
+    }
+}
+
+/// The text with its hidden characters escaped (a CR before a line feed is a line ending and
+/// stays), and the shifts of [`IndexedSource`].
+fn escaped_source(text: String) -> (String, Vec<(usize, usize)>) {
+    let hides = |text: &str, i: usize, c: char| {
+        super::hidden(c) && !(c == '\r' && text.as_bytes().get(i + 1) == Some(&b'\n'))
+    };
+    if !text.char_indices().any(|(i, c)| hides(&text, i, c)) {
+        return (text, Vec::new());
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut shifts = Vec::new();
+    let mut added = 0;
+    for (i, c) in text.char_indices() {
+        if hides(&text, i, c) {
+            let escape = format!("\\u{{{:x}}}", u32::from(c));
+            added += escape.len() - c.len_utf8();
+            out.push_str(&escape);
+            shifts.push((i + c.len_utf8(), added));
+        } else {
+            out.push(c);
+        }
+    }
+    (out, shifts)
 }
 
 /// A snippet longer than this (a minified JSON file, a 50 MB scalar on one line) is cut down
@@ -172,7 +220,7 @@ pub fn write(
                     .map(|t| std::sync::Arc::new(IndexedSource::new(name, t)))
             })
             .clone();
-        let diagnostic = diagnostic(finding, catalog, outcome, source.is_some());
+        let diagnostic = diagnostic(finding, catalog, outcome, source.as_deref());
         let mut rendered = String::new();
         let report = match source {
             Some(src) => miette::Report::new(diagnostic).with_source_code(SharedSource(src)),
@@ -182,20 +230,20 @@ pub fn write(
             .render_report(&mut rendered, report.as_ref())
             .is_err()
         {
-            rendered = format!("{}: {}\n", finding.rule, finding.message);
+            rendered = format!("{}: {}\n", finding.rule, super::shown(&finding.message));
         }
         if source_missing(&sources, finding) {
-            let file = outcome
-                .files
-                .get(finding.loc.file)
-                .map_or("", String::as_str);
+            let file = super::shown_file_name(outcome, finding.loc.file);
             rendered.push_str(&format!(
                 "  at {file}:{}:{}\n",
                 finding.loc.line, finding.loc.column
             ));
         }
         if let Some(template) = helm.get(index) {
-            rendered.push_str(&format!("  from the Helm template {template}\n"));
+            rendered.push_str(&format!(
+                "  from the Helm template {}\n",
+                super::shown(template)
+            ));
         }
         writeln!(out, "{rendered}")?;
     }
@@ -269,25 +317,24 @@ pub(crate) fn suppressed(
     )?;
     for f in accepted {
         let Some(s) = &f.suppressed else { continue };
-        let on = f
-            .object
-            .as_ref()
-            .map_or(String::new(), |o| format!(" on {o}"));
+        let on = f.object.as_ref().map_or(String::new(), |o| {
+            format!(" on {}", super::shown(&o.to_string()))
+        });
         writeln!(
             out,
             "  {} {}:{}:{} {}{on}: \"{}\" ({} at {}:{})",
             f.severity,
-            super::file_name(outcome, f.loc.file),
+            super::shown_file_name(outcome, f.loc.file),
             f.loc.line,
             f.loc.column,
             f.rule,
-            s.reason,
+            super::shown(&s.reason),
             if s.per_path {
                 "[[per-path]]"
             } else {
                 "annotation"
             },
-            super::file_name(outcome, s.loc.file),
+            super::shown_file_name(outcome, s.loc.file),
             s.loc.line,
         )?;
     }
@@ -322,38 +369,38 @@ fn diagnostic(
     f: &Finding,
     catalog: &Catalog,
     outcome: &Outcome,
-    with_source: bool,
+    source: Option<&IndexedSource>,
 ) -> MietteDiagnostic {
     let severity = match f.severity {
         Severity::Error => miette::Severity::Error,
         Severity::Warning => miette::Severity::Warning,
     };
-    let mut d = MietteDiagnostic::new(f.message.clone())
+    let mut d = MietteDiagnostic::new(super::shown(&f.message))
         .with_code(f.rule.clone())
         .with_severity(severity);
     if let Some(rule) = catalog.rule(&f.rule) {
         d = d.with_help(rule.remediation.clone());
         d = d.with_url(rule.doc_url());
     }
-    if with_source {
+    if let Some(source) = source {
         let mut labels = vec![LabeledSpan::new_primary_with_span(
-            Some(label_text(f)),
-            (f.loc.span.start(), f.loc.span.len()),
+            Some(super::shown(&label_text(f)).into_owned()),
+            source.span(f.loc.span.start(), f.loc.span.len()),
         )];
         for l in &f.labels {
             if l.loc.file == f.loc.file {
                 labels.push(LabeledSpan::new_with_span(
-                    Some(l.message.clone()),
-                    (l.loc.span.start(), l.loc.span.len()),
+                    Some(super::shown(&l.message).into_owned()),
+                    source.span(l.loc.span.start(), l.loc.span.len()),
                 ));
             } else {
-                let file = outcome.files.get(l.loc.file).map_or("", String::as_str);
+                let file = super::shown_file_name(outcome, l.loc.file);
                 d.help = Some(format!(
                     "{}\nsee {file}:{}:{}: {}",
                     d.help.unwrap_or_default(),
                     l.loc.line,
                     l.loc.column,
-                    l.message
+                    super::shown(&l.message)
                 ));
             }
         }

@@ -262,6 +262,7 @@ pub(super) fn visit(
         "block" => {
             if let Some(parent) = stack.last() {
                 check_statements(node, Some(parent.node), src, shape);
+                check_indent_depth(node, parent.node, stack, shape);
             }
         }
         "elif_clause" | "else_clause" | "finally_clause" => {
@@ -789,6 +790,13 @@ fn check_brackets(brackets: &[Node<'_>], src: &str) -> Option<(ScriptFinding, bo
             ")" => "(",
             "]" => "[",
             "}" => "{",
+            _ if open.len() >= MAX_BRACKETS => {
+                let message = format!(
+                    "too many nested parentheses: Python allows {MAX_BRACKETS} brackets open at once"
+                );
+                // Like an unclosed bracket, the cause of an ERROR the parser shows later.
+                return Some((at(*bracket, message), true));
+            }
             _ => {
                 open.push(*bracket);
                 continue;
@@ -811,6 +819,53 @@ fn check_brackets(brackets: &[Node<'_>], src: &str) -> Option<(ScriptFinding, bo
         let message = format!("`{}` is never closed", kind(opener));
         (at(*opener, message), true)
     })
+}
+
+/// How many brackets CPython's tokenizer lets be open at once (`MAXLEVEL`): one more is "too
+/// many nested parentheses", a SyntaxError, whatever the grammar accepts.
+const MAX_BRACKETS: usize = 200;
+/// How many indentation levels CPython's tokenizer holds (`MAXINDENT`, the first level
+/// included): the block that would be the 100th indented one is "too many levels of
+/// indentation".
+const MAX_INDENTS: usize = 100;
+
+/// Whether `block` is indented under `parent` (on a line of its own), not a one-line suite
+/// (`if x: pass`).
+fn indented(block: Node<'_>, parent: Node<'_>) -> bool {
+    block.start_position().row > parent.start_position().row
+}
+
+/// An indented block nested [`MAX_INDENTS`] deep: refused as CPython refuses it.
+fn check_indent_depth(
+    node: Node<'_>,
+    parent: Node<'_>,
+    stack: &[Frame<'_>],
+    shape: &mut Vec<ScriptFinding>,
+) {
+    if !indented(node, parent) {
+        return;
+    }
+    let outer = stack
+        .windows(2)
+        .filter(|w| kind(w[1].node) == "block" && indented(w[1].node, w[0].node))
+        .count();
+    if outer + 1 == MAX_INDENTS {
+        let first = node.named_child(0).unwrap_or(node);
+        let line = first.start_position();
+        let end = Point::new(line.row, line.column + 1);
+        offer(
+            shape,
+            between(
+                line,
+                end,
+                format!(
+                    "too many levels of indentation: Python allows {} indented blocks inside \
+                     each other",
+                    MAX_INDENTS - 1
+                ),
+            ),
+        );
+    }
 }
 
 /// Describes an ERROR node: the first token the parser could not take, and what it wanted.

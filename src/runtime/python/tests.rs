@@ -900,14 +900,20 @@ fn a_five_megabyte_script_is_checked_in_bounded_time() {
 #[test]
 fn ten_thousand_nested_brackets_do_not_exhaust_the_stack() {
     let started = Instant::now();
+    // Balanced or not, CPython refuses the 201st bracket open at once, and so does credlint.
+    let too_deep = [(RULE_SYNTAX, (0, 204), (0, 205))];
     let balanced = format!("x = {}1{}\n", "(".repeat(10_000), ")".repeat(10_000));
-    assert!(analyse(&balanced).is_empty());
+    let found = analyse(&balanced);
+    assert_eq!(spans_of(&found), too_deep, "{found:#?}");
     let open = format!("x = {}1\n", "[".repeat(10_000));
-    assert_eq!(spans_of(&analyse(&open)), [(RULE_SYNTAX, (0, 4), (0, 5))]);
+    assert_eq!(spans_of(&analyse(&open)), too_deep);
     let mixed = format!("f({})\n", "[{(".repeat(3_334));
     assert_eq!(analyse(&mixed).len(), 1);
     let deep_calls = format!("x = {}0{}\n", "f(".repeat(10_000), ")".repeat(10_000));
-    assert!(analyse(&deep_calls).is_empty());
+    assert_eq!(
+        spans_of(&analyse(&deep_calls)),
+        [(RULE_SYNTAX, (0, 4 + 2 * 200 + 1), (0, 4 + 2 * 200 + 2))]
+    );
     let deep_plus = format!("x = \"/a\"{}\n", " + \"/b\"".repeat(10_000));
     assert!(analyse(&deep_plus).is_empty());
     assert!(started.elapsed() < BOUND, "{:?}", started.elapsed());
@@ -952,4 +958,97 @@ fn a_script_another_thread_never_finished_is_analysed_by_the_one_that_asks() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].rule, RULE_IMPORT);
     assert!(is_known(script));
+}
+
+/// What the local python3 says of `script`: `None` when it compiles, else its error's text;
+/// `Err` when there is no python3.
+fn cpython_verdict(script: &str) -> Result<Option<String>, ()> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys\ntry:\n    compile(sys.stdin.read(), 'create.py', 'exec')\nexcept SyntaxError as e:\n    print(e.lineno, e.msg)\n",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|_| ())?;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().map_err(|_| ())?;
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Ok((!said.is_empty()).then_some(said))
+}
+
+/// Brackets nested and blocks indented up to and past CPython's tokenizer limits (200 open
+/// brackets, 100 indentation levels): `runtime-syntax` exactly where the local python3 refuses
+/// the script, at the line it names. Skips, saying so, without python3 (required in CI).
+#[test]
+fn nesting_is_refused_where_cpython_refuses_it() {
+    let mut scripts = Vec::new();
+    for n in [150, 199, 200, 201, 260] {
+        // Mixed kinds, so the count is of all brackets at once.
+        let third = n / 3;
+        let open = "[".repeat(third) + &"{".repeat(third) + &"(".repeat(n - 2 * third);
+        let close = ")".repeat(n - 2 * third) + &"}".repeat(third) + &"]".repeat(third);
+        scripts.push(format!("import sys\nx = {open}1{close}\nprint(x)\n"));
+    }
+    for n in [98, 99, 100, 101] {
+        let mut s = String::from("import sys\nx = 1\n");
+        for i in 0..n {
+            s.push_str(&" ".repeat(i));
+            // One-line suites add no level.
+            s.push_str("if x:\n");
+            s.push_str(&" ".repeat(i + 1));
+            s.push_str("if x: pass\n");
+        }
+        s.push_str(&" ".repeat(n));
+        s.push_str("print(x)\n");
+        scripts.push(s);
+    }
+    let mut refused = 0;
+    for script in &scripts {
+        let cpython = match cpython_verdict(script) {
+            Ok(verdict) => verdict,
+            Err(()) => {
+                if std::env::var_os("CREDLINT_REQUIRE_PYTHON").is_some_and(|v| v == "1") {
+                    panic!("no python3, and CREDLINT_REQUIRE_PYTHON=1 is set");
+                }
+                eprintln!("\nSKIPPED: no python3 to compare nesting limits with\n");
+                return;
+            }
+        };
+        let ours: Vec<ScriptFinding> = check_script(script)
+            .into_iter()
+            .filter(|f| f.rule == RULE_SYNTAX)
+            .collect();
+        let depth = script.lines().count();
+        match cpython {
+            None => assert!(ours.is_empty(), "{depth} lines: {ours:#?}"),
+            Some(said) => {
+                refused += 1;
+                assert_eq!(ours.len(), 1, "{depth} lines: python3 says {said}");
+                let (line, _) = said.split_once(' ').unwrap();
+                assert_eq!(
+                    (ours[0].start_line + 1).to_string(),
+                    line,
+                    "{depth} lines: python3 says {said}, credlint {}",
+                    ours[0].message
+                );
+                let words = if said.contains("parentheses") {
+                    "too many nested parentheses"
+                } else {
+                    "too many levels of indentation"
+                };
+                assert!(said.contains(words), "{said}");
+                assert!(ours[0].message.contains(words), "{}", ours[0].message);
+            }
+        }
+    }
+    assert_eq!(refused, 4, "201 and 260 brackets, 100 and 101 levels");
 }
