@@ -131,6 +131,10 @@ pub const FAMILIES: &[Family] = &[
         ..family("job-privilege-escalation")
     },
     Family {
+        objects: Some(literal_env),
+        ..family("job-literal-value")
+    },
+    Family {
         objects: Some(seccomp),
         ..family("job-seccomp")
     },
@@ -707,6 +711,18 @@ fn privilege_escalation(c: &mut dyn Choices, draft: &mut Draft) {
         }
         _ => ctx["privileged"] = json!(true),
     }
+}
+
+fn literal_env(c: &mut dyn Choices, draft: &mut Draft) {
+    let literal = json!({"name": "ADMIN_PASSWORD", "value": *c.pick(&["hunter2", "0", "true"])});
+    let from_cluster = json!({"name": "POD_NAMESPACE",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}});
+    // The literal entry alone, or after one that is fine.
+    container(draft)["env"] = if c.chance(2) {
+        json!([literal])
+    } else {
+        json!([from_cluster, literal])
+    };
 }
 
 fn seccomp(c: &mut dyn Choices, draft: &mut Draft) {
