@@ -265,7 +265,10 @@ fn shared_secrets(by_secret: &HashMap<&str, Vec<&Digest>>, emit: &mut Emit) {
     let mut names: Vec<&&str> = by_secret.keys().collect();
     names.sort();
     for name in names {
-        let bundles = named(by_secret, name);
+        // In the order of their bundles' places, not of when each bundle was complete, so a
+        // streamed run names the same bundle "later" as a kept one.
+        let mut bundles = named(by_secret, name);
+        bundles.sort_by_key(|b| b.anchor);
         for (i, later) in bundles.iter().enumerate() {
             let Some(first) = bundles[..i].iter().find(|b| {
                 b.id != later.id && may_meet(b.namespace.as_deref(), later.namespace.as_deref())
