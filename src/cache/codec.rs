@@ -10,7 +10,7 @@ use crate::model::bundle::{
     ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, Volume,
 };
 use crate::model::outcome::{FileOut, IgnoreAnnotation};
-use crate::model::writers::{self, Subject, WriterKind};
+use crate::model::writers::{self, Controller, Expression, Selector, Subject, WriterKind};
 use crate::model::{Finding, Label, ObjectRef, Severity, Suppression};
 
 /// Encodes `out`, whose places all lie in file `file`; `None` when one does not (such a result
@@ -266,6 +266,9 @@ impl Writer {
             loc,
             generated,
             subjects,
+            selector,
+            labels,
+            target,
         } = x;
         match kind {
             WriterKind::Secret => self.u8(0),
@@ -276,6 +279,15 @@ impl Writer {
             }
             WriterKind::RoleBinding => self.u8(3),
             WriterKind::ClusterRoleBinding => self.u8(4),
+            WriterKind::Controller(c) => {
+                self.u8(5);
+                self.u8(match c {
+                    Controller::ClusterExternalSecret => 0,
+                    Controller::KyvernoGenerate => 1,
+                    Controller::SealedSecret => 2,
+                });
+            }
+            WriterKind::Namespace => self.u8(6),
         }
         self.object(object);
         self.opt(namespace, |w, n| w.str(n));
@@ -297,6 +309,22 @@ impl Writer {
                 w.at(loc);
             },
         );
+        let pairs = |w: &mut Self, pairs: &[(String, String)]| {
+            w.seq(pairs, |w, (k, v)| {
+                w.str(k);
+                w.str(v);
+            })
+        };
+        self.opt(selector, |w, s| {
+            pairs(w, &s.labels);
+            w.seq(&s.expressions, |w, e| {
+                w.str(&e.key);
+                w.str(&e.operator);
+                w.seq(&e.values, |w, v| w.str(v));
+            });
+        });
+        pairs(self, labels);
+        self.opt(target, |w, t| w.at(t));
     }
 
     fn role_rule(&mut self, r: &RoleRule) {
@@ -646,8 +674,16 @@ impl<'b> Reader<'b> {
             },
             3 => WriterKind::RoleBinding,
             4 => WriterKind::ClusterRoleBinding,
+            5 => WriterKind::Controller(match self.u8()? {
+                0 => Controller::ClusterExternalSecret,
+                1 => Controller::KyvernoGenerate,
+                2 => Controller::SealedSecret,
+                _ => return None,
+            }),
+            6 => WriterKind::Namespace,
             _ => return None,
         };
+        let pairs = |r: &mut Self| r.seq(|r| Some((r.string()?, r.string()?)));
         Some(writers::Writer {
             kind,
             object: self.object()?,
@@ -663,6 +699,20 @@ impl<'b> Reader<'b> {
                     loc: r.at()?,
                 })
             })?,
+            selector: self.opt(|r| {
+                Some(Selector {
+                    labels: pairs(r)?,
+                    expressions: r.seq(|r| {
+                        Some(Expression {
+                            key: r.string()?,
+                            operator: r.string()?,
+                            values: r.strings()?,
+                        })
+                    })?,
+                })
+            })?,
+            labels: pairs(self)?,
+            target: self.opt(Reader::at)?,
         })
     }
 

@@ -370,7 +370,7 @@ impl Linter {
         facts: &mut ObjectFacts,
     ) -> Option<String> {
         out.writers
-            .extend(crate::model::writers::writer(obj, source));
+            .extend(crate::model::writers::writers(obj, source));
         let profile = Resource::of(obj.api_version, obj.kind)
             .and_then(|r| p.profiles.iter().find(|profile| profile.resource == r));
         let Some(profile) = profile else {

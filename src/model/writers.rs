@@ -19,6 +19,115 @@ pub enum WriterKind {
     },
     RoleBinding,
     ClusterRoleBinding,
+    /// Another controller's object that makes it write the Secret `name` (`CONTROLLERS`).
+    Controller(Controller),
+    /// A Namespace object: its labels decide which namespaces a selector reaches.
+    Namespace,
+}
+
+/// The controllers whose objects write a Secret, beside External Secrets' ExternalSecret and
+/// a plain Secret (which keep their own rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Controller {
+    /// External Secrets' ClusterExternalSecret: an ExternalSecret in every namespace it reaches.
+    ClusterExternalSecret,
+    /// A `generate` rule of a Kyverno ClusterPolicy or Policy.
+    KyvernoGenerate,
+    /// Bitnami's SealedSecret: the controller unseals it into a Secret.
+    SealedSecret,
+}
+
+impl Controller {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Controller::ClusterExternalSecret => "ClusterExternalSecret",
+            Controller::KyvernoGenerate => "Kyverno generate rule",
+            Controller::SealedSecret => "SealedSecret",
+        }
+    }
+}
+
+/// A label selector as Kubernetes reads one: every `matchLabels` pair and every expression must
+/// hold; an empty selector selects everything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selector {
+    pub labels: Vec<(String, String)>,
+    pub expressions: Vec<Expression>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expression {
+    pub key: String,
+    pub operator: String,
+    pub values: Vec<String>,
+}
+
+/// The label every namespace carries, set by the API server to its name.
+pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+impl Selector {
+    /// Whether it selects a namespace with these labels; `None` when an operator is unknown.
+    pub fn selects(&self, labels: &[(String, String)]) -> Option<bool> {
+        let value = |key: &str| {
+            labels
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let mut all = self
+            .labels
+            .iter()
+            .all(|(k, v)| value(k) == Some(v.as_str()));
+        for e in &self.expressions {
+            let v = value(&e.key);
+            all &= match e.operator.as_str() {
+                "In" => v.is_some_and(|v| e.values.iter().any(|x| x == v)),
+                "NotIn" => v.is_none_or(|v| !e.values.iter().any(|x| x == v)),
+                "Exists" => v.is_some(),
+                "DoesNotExist" => v.is_none(),
+                _ => return None,
+            };
+        }
+        Some(all)
+    }
+
+    /// The label keys it reads.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.labels
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain(self.expressions.iter().map(|e| e.key.as_str()))
+    }
+
+    fn read(node: &Node) -> Selector {
+        let text = |n: &Node| n.display_scalar().unwrap_or_default();
+        Selector {
+            labels: node
+                .get("matchLabels")
+                .and_then(Node::as_map)
+                .unwrap_or_default()
+                .iter()
+                .map(|e| (e.key.to_string(), text(&e.value)))
+                .collect(),
+            expressions: node
+                .get("matchExpressions")
+                .and_then(Node::as_seq)
+                .unwrap_or_default()
+                .iter()
+                .map(|x| Expression {
+                    key: x.get("key").map(text).unwrap_or_default(),
+                    operator: x.get("operator").map(text).unwrap_or_default(),
+                    values: x
+                        .get("values")
+                        .and_then(Node::as_seq)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(text)
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A subject of a binding.
@@ -42,9 +151,227 @@ pub struct Writer {
     pub name: String,
     /// The node that makes it a writer: the name, or the ExternalSecret's target.
     pub loc: At,
-    /// For an ExternalSecret, whether a generator backs it (else a store).
+    /// For an ExternalSecret, whether a generator backs it (else a store); for a Kyverno
+    /// generate rule, whether it synchronizes (recreates the Secret when it changes).
     pub generated: bool,
     pub subjects: Vec<Subject>,
+    /// For a ClusterExternalSecret's namespace selector: the namespaces it reaches (the writer's
+    /// `namespace` is then unset).
+    pub selector: Option<Selector>,
+    /// For a Namespace, its labels as written.
+    pub labels: Vec<(String, String)>,
+    /// Where the written Secret is named, when the writer sits elsewhere (a selector).
+    pub target: Option<At>,
+}
+
+/// Every writer an object is: one for most kinds, one per generate rule or reached namespace
+/// for the controllers that write many.
+pub fn writers(obj: &Object, source: &Source) -> Vec<Writer> {
+    if let Some(entry) = CONTROLLERS
+        .iter()
+        .find(|c| c.group == obj.group() && c.kind == obj.kind)
+    {
+        return (entry.read)(obj, source);
+    }
+    if (obj.group(), obj.kind) == ("", "Namespace") {
+        let Some(name) = obj.name.filter(|n| !n.is_empty()) else {
+            return Vec::new();
+        };
+        let labels = obj
+            .root
+            .at(&["metadata", "labels"])
+            .and_then(Node::as_map)
+            .unwrap_or_default()
+            .iter()
+            .map(|e| {
+                (
+                    e.key.to_string(),
+                    e.value.display_scalar().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let mut w = plain(
+            WriterKind::Namespace,
+            obj,
+            source,
+            name.to_string(),
+            obj.anchor(),
+        );
+        w.namespace = None;
+        w.labels = labels;
+        return vec![w];
+    }
+    writer(obj, source).into_iter().collect()
+}
+
+/// One kind of object that makes a controller write Secrets: a new kind is one entry here.
+struct ControllerEntry {
+    group: &'static str,
+    kind: &'static str,
+    read: fn(&Object, &Source) -> Vec<Writer>,
+}
+
+const CONTROLLERS: &[ControllerEntry] = &[
+    ControllerEntry {
+        group: "external-secrets.io",
+        kind: "ClusterExternalSecret",
+        read: cluster_external_secret,
+    },
+    ControllerEntry {
+        group: "kyverno.io",
+        kind: "ClusterPolicy",
+        read: kyverno_generate,
+    },
+    ControllerEntry {
+        group: "kyverno.io",
+        kind: "Policy",
+        read: kyverno_generate,
+    },
+    ControllerEntry {
+        group: "bitnami.com",
+        kind: "SealedSecret",
+        read: sealed_secret,
+    },
+];
+
+fn plain(kind: WriterKind, obj: &Object, source: &Source, name: String, node: &Node) -> Writer {
+    Writer {
+        kind,
+        object: obj.reference(),
+        namespace: obj.namespace.map(str::to_string),
+        name,
+        loc: source.at(node.span),
+        generated: false,
+        subjects: Vec::new(),
+        selector: None,
+        labels: Vec::new(),
+        target: None,
+    }
+}
+
+/// A non-empty string at `path`, with its node.
+fn text_at<'n, 'a>(node: &'n Node<'a>, path: &[&str]) -> Option<(&'n str, &'n Node<'a>)> {
+    node.at(path)
+        .and_then(|n| n.as_str().filter(|s| !s.is_empty()).map(|s| (s, n)))
+}
+
+/// The SealedSecret unseals into the Secret its template names, else its own name, in its
+/// own namespace (the template's namespace cannot move it).
+fn sealed_secret(obj: &Object, source: &Source) -> Vec<Writer> {
+    let own = obj.root.at(&["metadata", "name"]);
+    let Some((name, node)) = text_at(obj.root, &["spec", "template", "metadata", "name"])
+        .or_else(|| own.and_then(|n| n.as_str().filter(|s| !s.is_empty()).map(|s| (s, n))))
+    else {
+        return Vec::new();
+    };
+    let kind = WriterKind::Controller(Controller::SealedSecret);
+    vec![plain(kind, obj, source, name.to_string(), node)]
+}
+
+/// Each `generate` rule (and each `foreach` entry of one) that creates a Secret of a literal
+/// name, with `data` or `clone`. A namespace given by a variable may be any namespace; a name
+/// given by one cannot be compared with a plan and is left out. A Policy generates only in
+/// its own namespace.
+fn kyverno_generate(obj: &Object, source: &Source) -> Vec<Writer> {
+    let cluster = obj.kind == "ClusterPolicy";
+    let mut out = Vec::new();
+    for rule in obj
+        .root
+        .at(&["spec", "rules"])
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+    {
+        let Some(generate) = rule.get("generate") else {
+            continue;
+        };
+        let synchronize = generate.get("synchronize").map(|n| &n.value)
+            == Some(&crate::load::yaml::Value::Bool(true));
+        let mut targets = vec![generate];
+        targets.extend(
+            generate
+                .get("foreach")
+                .and_then(Node::as_seq)
+                .unwrap_or_default(),
+        );
+        for target in targets {
+            let kind = target.get("kind").and_then(Node::as_str);
+            let version = target
+                .get("apiVersion")
+                .and_then(Node::as_str)
+                .unwrap_or("v1");
+            if kind != Some("Secret") || version != "v1" {
+                continue;
+            }
+            if target.get("data").is_none() && target.get("clone").is_none() {
+                continue;
+            }
+            let Some((name, node)) = text_at(target, &["name"]).filter(|(n, _)| !n.contains("{{"))
+            else {
+                continue;
+            };
+            let namespace = if cluster {
+                text_at(target, &["namespace"])
+                    .map(|(n, _)| n)
+                    .filter(|n| !n.contains("{{"))
+                    .map(str::to_string)
+            } else {
+                obj.namespace.map(str::to_string)
+            };
+            let mut w = plain(
+                WriterKind::Controller(Controller::KyvernoGenerate),
+                obj,
+                source,
+                name.to_string(),
+                node,
+            );
+            w.namespace = namespace;
+            w.generated = synchronize;
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// A ClusterExternalSecret creates an ExternalSecret in each namespace its list names and each
+/// its selectors reach; the ExternalSecret writes `target.name`, else the name it is given
+/// (`externalSecretName`, else the ClusterExternalSecret's own).
+fn cluster_external_secret(obj: &Object, source: &Source) -> Vec<Writer> {
+    let spec = obj.root.get("spec");
+    let named = spec
+        .and_then(|s| text_at(s, &["externalSecretSpec", "target", "name"]))
+        .or_else(|| spec.and_then(|s| text_at(s, &["externalSecretName"])))
+        .or_else(|| text_at(obj.root, &["metadata", "name"]));
+    let (Some(spec), Some((name, name_node))) = (spec, named) else {
+        return Vec::new();
+    };
+    let kind = WriterKind::Controller(Controller::ClusterExternalSecret);
+    let target = source.at(name_node.span);
+    let mut out = Vec::new();
+    for item in spec
+        .get("namespaces")
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+    {
+        if let Some(ns) = item.as_str().filter(|s| !s.is_empty()) {
+            let mut w = plain(kind, obj, source, name.to_string(), item);
+            w.namespace = Some(ns.to_string());
+            w.target = Some(target);
+            out.push(w);
+        }
+    }
+    let selectors = spec.get("namespaceSelector").into_iter().chain(
+        spec.get("namespaceSelectors")
+            .and_then(Node::as_seq)
+            .unwrap_or_default(),
+    );
+    for node in selectors.filter(|n| !n.is_null()) {
+        let mut w = plain(kind, obj, source, name.to_string(), node);
+        w.namespace = None;
+        w.selector = Some(Selector::read(node));
+        w.target = Some(target);
+        out.push(w);
+    }
+    out
 }
 
 /// The writer an object is, if it is one.
@@ -116,6 +443,9 @@ pub fn writer(obj: &Object, source: &Source) -> Option<Writer> {
         loc: source.at(node.span),
         generated,
         subjects,
+        selector: None,
+        labels: Vec::new(),
+        target: None,
     })
 }
 
@@ -150,6 +480,57 @@ mod tests {
         assert!(!holds_account("system:serviceaccounts:other", Some("shop")));
         assert!(!holds_account("system:unauthenticated", Some("shop")));
         assert!(!holds_account("system:masters", Some("shop")));
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn expression(key: &str, operator: &str, values: &[&str]) -> Expression {
+        Expression {
+            key: key.into(),
+            operator: operator.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn selectors_read_labels_as_kubernetes_does() {
+        let ns = labels(&[(NAME_LABEL, "shop"), ("team", "commerce")]);
+        assert_eq!(
+            Selector::default().selects(&ns),
+            Some(true),
+            "empty selects all"
+        );
+        let by_label = Selector {
+            labels: labels(&[("team", "commerce")]),
+            expressions: Vec::new(),
+        };
+        assert_eq!(by_label.selects(&ns), Some(true));
+        assert_eq!(by_label.selects(&labels(&[("team", "web")])), Some(false));
+        let cases = [
+            (expression("team", "In", &["web", "commerce"]), true),
+            (expression("team", "In", &["web"]), false),
+            (expression(NAME_LABEL, "NotIn", &["shop"]), false),
+            (expression("tier", "NotIn", &["backend"]), true),
+            (expression("tier", "Exists", &[]), false),
+            (expression("tier", "DoesNotExist", &[]), true),
+        ];
+        for (e, want) in cases {
+            let s = Selector {
+                labels: Vec::new(),
+                expressions: vec![e.clone()],
+            };
+            assert_eq!(s.selects(&ns), Some(want), "{e:?}");
+        }
+        let unknown = Selector {
+            labels: Vec::new(),
+            expressions: vec![expression("team", "Gt", &["1"])],
+        };
+        assert_eq!(unknown.selects(&ns), None);
     }
 
     #[test]

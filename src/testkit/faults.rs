@@ -3,7 +3,8 @@
 //! a Role rule without resourceNames is also a schema problem when the key is misspelt).
 
 use super::emit::{Layout, Script};
-use super::generate::{Draft, pinned_image};
+use super::generate::{BundleDraft, Draft, pinned_image, rename};
+use super::render::Spec;
 use super::{Case, Choices};
 use serde_json::{Value, json};
 
@@ -131,6 +132,10 @@ pub const FAMILIES: &[Family] = &[
         ..family("job-privilege-escalation")
     },
     Family {
+        objects: Some(literal_env),
+        ..family("job-literal-value")
+    },
+    Family {
         objects: Some(seccomp),
         ..family("job-seccomp")
     },
@@ -193,6 +198,14 @@ pub const FAMILIES: &[Family] = &[
     Family {
         objects: Some(eso_targets_planned),
         ..family("eso-targets-planned")
+    },
+    Family {
+        objects: Some(writer_rendered),
+        ..family("writer-rendered")
+    },
+    Family {
+        objects: Some(plan_shared_secret),
+        ..family("plan-shared-secret")
     },
     Family {
         objects: Some(generator_rendered),
@@ -709,6 +722,18 @@ fn privilege_escalation(c: &mut dyn Choices, draft: &mut Draft) {
     }
 }
 
+fn literal_env(c: &mut dyn Choices, draft: &mut Draft) {
+    let literal = json!({"name": "ADMIN_PASSWORD", "value": *c.pick(&["hunter2", "0", "true"])});
+    let from_cluster = json!({"name": "POD_NAMESPACE",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}});
+    // The literal entry alone, or after one that is fine.
+    container(draft)["env"] = if c.chance(2) {
+        json!([literal])
+    } else {
+        json!([from_cluster, literal])
+    };
+}
+
 fn seccomp(c: &mut dyn Choices, draft: &mut Draft) {
     let kind = *c.pick(&["Unconfined", "unconfined"]);
     container(draft)["securityContext"]["seccompProfile"] = json!({ "type": kind });
@@ -1175,6 +1200,98 @@ fn eso_targets_planned(c: &mut dyn Choices, draft: &mut Draft) {
         es["spec"]["target"] = json!({"name": target});
     }
     draft.others.push(es);
+}
+
+/// Another controller's object that writes a planned Secret in the bundle's namespace.
+fn writer_rendered(c: &mut dyn Choices, draft: &mut Draft) {
+    let i = c.below(draft.bundle.spec.secrets.len());
+    let name = draft.bundle.spec.secrets[i].0.clone();
+    let namespace = draft.bundle.spec.namespace.clone();
+    let obj = match c.below(4) {
+        0 => {
+            // Named like the Secret, or carrying its name in the template.
+            let by_template = c.chance(2);
+            let own = if by_template { "sealed" } else { name.as_str() };
+            let mut sealed = beside(draft, "bitnami.com/v1alpha1", "SealedSecret", own);
+            sealed["spec"] = json!({"encryptedData": {"password": "AgBy3i4OJSWK+PiTySYZZA=="}});
+            if by_template {
+                sealed["spec"]["template"] = json!({"metadata": {"name": name}});
+            }
+            sealed
+        }
+        1 => {
+            let target = if draft.bundle.namespaced {
+                json!(namespace)
+            } else {
+                json!("{{request.object.metadata.name}}")
+            };
+            json!({
+                "apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+                "metadata": {"name": "generate-defaults"},
+                "spec": {"rules": [{
+                    "name": "defaults",
+                    "match": {"any": [{"resources": {"kinds": ["Namespace"]}}]},
+                    "generate": {
+                        "synchronize": c.chance(2), "apiVersion": "v1", "kind": "Secret",
+                        "name": name, "namespace": target,
+                        "data": {"stringData": {"password": "changeme"}}
+                    }
+                }]}
+            })
+        }
+        2 => {
+            let mut policy = beside(draft, "kyverno.io/v1", "Policy", "copy-secret");
+            policy["spec"] = json!({"rules": [{
+                "name": "copy",
+                "match": {"any": [{"resources": {"kinds": ["ConfigMap"]}}]},
+                "generate": {
+                    "apiVersion": "v1", "kind": "Secret", "name": name,
+                    "clone": {"namespace": "platform", "name": "template"}
+                }
+            }]});
+            policy
+        }
+        _ => {
+            let reach = if c.chance(2) {
+                json!({"namespaces": ["elsewhere", namespace]})
+            } else {
+                json!({"namespaceSelector": {"matchExpressions": [{
+                    "key": "kubernetes.io/metadata.name", "operator": "In",
+                    "values": [namespace]
+                }]}})
+            };
+            let mut spec = json!({
+                "externalSecretSpec": {
+                    "secretStoreRef": {"kind": "ClusterSecretStore", "name": "vault"},
+                    "target": {"name": name},
+                    "data": [{"secretKey": "password", "remoteRef": {"key": "shared/password"}}]
+                }
+            });
+            if let (Some(spec), Some(reach)) = (spec.as_object_mut(), reach.as_object()) {
+                spec.extend(reach.clone());
+            }
+            json!({
+                "apiVersion": "external-secrets.io/v1", "kind": "ClusterExternalSecret",
+                "metadata": {"name": "shared-password"}, "spec": spec
+            })
+        }
+    };
+    draft.others.push(obj);
+}
+
+/// A second bundle, of another owner, that plans one of the bundle's Secrets too.
+fn plan_shared_secret(c: &mut dyn Choices, draft: &mut Draft) {
+    let first = &draft.bundle.spec;
+    let i = c.below(first.secrets.len());
+    let shared = first.secrets[i].0.clone();
+    let mut second: Spec = rename(Spec {
+        owner: format!("{}x9", first.owner),
+        ..first.clone()
+    });
+    let j = c.below(second.secrets.len());
+    second.secrets[j].0 = shared;
+    let objects = BundleDraft::new(c, second, draft.bundle.namespaced).objects;
+    draft.others.extend(objects);
 }
 
 fn generator_rendered(c: &mut dyn Choices, draft: &mut Draft) {

@@ -118,7 +118,7 @@ pub struct BundleDraft {
 }
 
 impl BundleDraft {
-    fn new(c: &mut dyn Choices, spec: Spec, namespaced: bool) -> BundleDraft {
+    pub(super) fn new(c: &mut dyn Choices, spec: Spec, namespaced: bool) -> BundleDraft {
         let variation_seed = (c.below(1 << 30) as u64) << 30 | c.below(1 << 30) as u64;
         let mut b = BundleDraft {
             spec,
@@ -191,7 +191,7 @@ pub fn draft(c: &mut dyn Choices) -> Draft {
 }
 
 /// A spec whose owner changed: its derived names follow.
-fn rename(spec: Spec) -> Spec {
+pub(super) fn rename(spec: Spec) -> Spec {
     let owner = spec.owner.clone();
     let mut out = Spec::example(&spec.namespace, &owner, &spec.kind, &spec.script);
     out.image = spec.image;

@@ -1,11 +1,12 @@
 //! One writer, one identity (bundle.md section 1): `secret-rendered`, `eso-targets-planned`,
-//! `generator-rendered` and `rbac-extra-binding`, decided once every file is read, from each
+//! `writer-rendered`, `plan-shared-secret`, `generator-rendered` and `rbac-extra-binding`, decided once every file is read, from each
 //! bundle's digest and the other writers of the render.
 
 use super::Emit;
 use crate::load::source::At;
+use crate::model::Severity;
 use crate::model::bundle::{Bundle, Digest, MemberKind};
-use crate::model::writers::{Writer, WriterKind, holds_account, may_meet};
+use crate::model::writers::{NAME_LABEL, Writer, WriterKind, holds_account, may_meet};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// What the checks compare, gathered while the bundles are checked and dropped.
@@ -49,6 +50,14 @@ pub fn check(render: &Render, emit: &mut Emit) {
         }
         by_account.entry(&bundle.account).or_default().push(i);
     }
+    shared_secrets(&by_secret, emit);
+    // The labels of the Namespace objects the render holds, for selectors.
+    let namespaces: HashMap<&str, &Writer> = render
+        .writers
+        .iter()
+        .filter(|w| w.kind == WriterKind::Namespace)
+        .map(|w| (w.name.as_str(), w))
+        .collect();
     for writer in &render.writers {
         if render.member_bindings.contains(&writer.loc) {
             continue;
@@ -59,6 +68,12 @@ pub fn check(render: &Render, emit: &mut Emit) {
                     planned_secret(bundle, writer, emit);
                 }
             }
+            WriterKind::Controller(_) => {
+                for bundle in named(&by_secret, &writer.name) {
+                    controller_writes(bundle, writer, &namespaces, emit);
+                }
+            }
+            WriterKind::Namespace => {}
             WriterKind::Password { cluster } => {
                 for bundle in named(&by_generator, &writer.name) {
                     retired_generator(bundle, writer, cluster, emit);
@@ -136,6 +151,159 @@ fn planned_secret(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
     let finding = emit.add(rule, writer.loc, message, Some(&writer.object), Some(id));
     if let Some(loc) = planned.loc {
         finding.label(loc, "planned here");
+    }
+}
+
+/// Whether a writer reaches the bundle's namespace: `Some(true)` or `Some(false)` when the
+/// render decides it, `None` with the reason when it does not.
+fn reaches(
+    writer: &Writer,
+    bundle: &Digest,
+    namespaces: &HashMap<&str, &Writer>,
+) -> Result<bool, String> {
+    let Some(selector) = &writer.selector else {
+        return Ok(may_meet(
+            writer.namespace.as_deref(),
+            bundle.namespace.as_deref(),
+        ));
+    };
+    let Some(ns) = bundle.namespace.as_deref() else {
+        return Err(format!(
+            "bundle {} names no namespace, so whether this selector reaches where it lands \
+             cannot be decided from the render",
+            bundle.id
+        ));
+    };
+    let mut labels = vec![(NAME_LABEL.to_string(), ns.to_string())];
+    match namespaces.get(ns) {
+        Some(object) => labels.extend(
+            object
+                .labels
+                .iter()
+                .filter(|(k, _)| k != NAME_LABEL)
+                .cloned(),
+        ),
+        // Without the Namespace object only its name label is known.
+        None if selector.keys().all(|k| k == NAME_LABEL) => {}
+        None => {
+            return Err(format!(
+                "the render holds no Namespace `{ns}`, so whether this selector reaches it \
+                 cannot be decided"
+            ));
+        }
+    }
+    selector
+        .selects(&labels)
+        .ok_or_else(|| "the selector has an operator Kubernetes does not know".to_string())
+}
+
+fn controller_writes(
+    bundle: &Digest,
+    writer: &Writer,
+    namespaces: &HashMap<&str, &Writer>,
+    emit: &mut Emit,
+) {
+    let WriterKind::Controller(controller) = writer.kind else {
+        return;
+    };
+    let Some((index, planned)) = bundle
+        .secrets
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.name == writer.name)
+    else {
+        return;
+    };
+    let id = &bundle.id;
+    let name = &writer.name;
+    let what = controller.describe();
+    let how = if writer.generated {
+        ", and it synchronizes: it rewrites the Secret whenever it changes"
+    } else {
+        ""
+    };
+    let finding = match reaches(writer, bundle, namespaces) {
+        Ok(false) => return,
+        Ok(true) => emit.add(
+            "writer-rendered",
+            writer.loc,
+            format!(
+                "this {what} makes its controller write the Secret `{name}`, which bundle {id} \
+                 plans (plan.json `secrets[{index}]`){how}: two writers of one Secret, and the \
+                 generated value is replaced or fought over (ADR-072 points 2 and 8). Remove it, \
+                 or make it write a Secret no bundle plans"
+            ),
+            Some(&writer.object),
+            Some(id),
+        ),
+        Err(why) => {
+            let finding = emit.add(
+                "writer-rendered",
+                writer.loc,
+                format!(
+                    "this {what} writes the Secret `{name}`, which bundle {id} plans (plan.json \
+                     `secrets[{index}]`), in the namespaces it selects; {why}. Check that it \
+                     cannot reach the bundle's namespace, or make it write another Secret"
+                ),
+                Some(&writer.object),
+                Some(id),
+            );
+            finding.severity = Severity::Warning;
+            finding
+        }
+    };
+    if let Some(target) = writer.target {
+        finding.label(target, "the Secret it writes");
+    }
+    if let Some(loc) = planned.loc {
+        finding.label(loc, "planned here");
+    }
+}
+
+/// Two bundles that plan one Secret where their namespaces may meet: two Jobs write it.
+fn shared_secrets(by_secret: &HashMap<&str, Vec<&Digest>>, emit: &mut Emit) {
+    let mut names: Vec<&&str> = by_secret.keys().collect();
+    names.sort();
+    for name in names {
+        // In the order of their bundles' places, not of when each bundle was complete, so a
+        // streamed run names the same bundle "later" as a kept one.
+        let mut bundles = named(by_secret, name);
+        bundles.sort_by_key(|b| b.anchor);
+        for (i, later) in bundles.iter().enumerate() {
+            let Some(first) = bundles[..i].iter().find(|b| {
+                b.id != later.id && may_meet(b.namespace.as_deref(), later.namespace.as_deref())
+            }) else {
+                continue;
+            };
+            let Some((index, planned)) = later
+                .secrets
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s.name == **name)
+            else {
+                continue;
+            };
+            let finding = emit.add(
+                "plan-shared-secret",
+                planned.loc.unwrap_or(later.anchor),
+                format!(
+                    "bundle {} plans the Secret `{name}` (plan.json `secrets[{index}]`), and \
+                     bundle {} plans it too: two Jobs create and patch one Secret, and each \
+                     takes the other's value for its own (ADR-072 point 2). Give each bundle its \
+                     own Secrets",
+                    later.id, first.id
+                ),
+                None,
+                Some(&later.id),
+            );
+            let other = first
+                .secrets
+                .iter()
+                .find(|s| s.name == **name)
+                .and_then(|s| s.loc)
+                .unwrap_or(first.anchor);
+            finding.label(other, "planned here too");
+        }
     }
 }
 
