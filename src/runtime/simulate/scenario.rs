@@ -880,12 +880,12 @@ impl<'a> Judge<'a> {
         for (stream, text) in streams {
             if index.found_in(text.as_bytes()) {
                 self.push(VALUE_LEAKED, run, None, format!(
-                    "a value of a Secret (as text, base64 or a long part of either) appears on the program's {stream}: values never reach logs or the Job's output (ADR-072 point 7)"));
+                    "a value of a Secret (as text or encoded: base64, hex, percent-encoding or string escapes, whole or a long part) appears on the program's {stream}: values never reach logs or the Job's output (ADR-072 point 7)"));
             }
         }
         for (request, text) in sent {
             if index.found_in(text.as_bytes()) {
-                self.push(VALUE_LEAKED, run, Some(request), "a value of a Secret (as text, base64 or a long part of either) is sent outside Secret data (in the path, a label, an annotation or another object): values are written only to Secret data (ADR-072 point 7)".into());
+                self.push(VALUE_LEAKED, run, Some(request), "a value of a Secret (as text or encoded: base64, hex, percent-encoding or string escapes, whole, a long part or in parts across fields) is sent outside Secret data (in the path, a label, an annotation or another object): values are written only to Secret data (ADR-072 point 7)".into());
             }
         }
     }

@@ -1558,3 +1558,41 @@ fn broken_does_nothing() {
         describe(&findings)
     );
 }
+
+/// A value in an annotation under an encoding is a leak of the request that sent it, and the
+/// only finding: the rest of the program is the reference.
+fn assert_leaked_by_create(file: &str) {
+    let findings = assert_caught(file);
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.request.as_deref() == Some("POST /api/v1/namespaces/shop/secrets")),
+        "{file}:\n{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn broken_leaks_base64_record() {
+    assert_leaked_by_create("leaks-base64-record.py");
+}
+
+#[test]
+fn broken_leaks_hex() {
+    assert_leaked_by_create("leaks-hex.py");
+}
+
+#[test]
+fn broken_leaks_percent() {
+    assert_leaked_by_create("leaks-percent.py");
+}
+
+#[test]
+fn broken_leaks_escaped() {
+    assert_leaked_by_create("leaks-escaped.py");
+}
+
+#[test]
+fn broken_leaks_split() {
+    assert_leaked_by_create("leaks-split.py");
+}
