@@ -20,6 +20,7 @@ mod external_secrets;
 mod generators;
 mod pods;
 mod secrets;
+mod sync;
 
 #[cfg(test)]
 pub use eso::DELETE_LAG;
@@ -30,6 +31,7 @@ use pods::Pod;
 pub use pods::{PodTemplate, Replacement};
 pub use secrets::secret_values;
 use secrets::strip_secret_data;
+pub use sync::SyncLoss;
 
 const MAX_EVENTS: usize = 10_000;
 const TIMESTAMP: &str = "2026-11-01T00:00:00Z";
@@ -218,6 +220,8 @@ pub struct Cluster {
     controller: eso::Controller,
     /// Bytes of request text kept for the leak check in this run (bounded by [`MAX_SENT`]).
     sent_bytes: usize,
+    /// Per Secret, the program's last request that changed it: the sync cycle names it.
+    written_by: BTreeMap<String, String>,
 }
 
 /// Request text kept for the leak check per run: a runaway program cannot fill memory.
@@ -236,6 +240,7 @@ impl Cluster {
             events: Vec::new(),
             controller: eso::Controller::default(),
             sent_bytes: 0,
+            written_by: BTreeMap::new(),
         }
     }
 

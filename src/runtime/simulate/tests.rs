@@ -1596,3 +1596,51 @@ fn broken_leaks_escaped() {
 fn broken_leaks_split() {
     assert_leaked_by_create("leaks-split.py");
 }
+
+/// A created Secret the next sync deletes is rewritten by the Job of that sync: the finding
+/// names the request that set the Secret up, in the first run, and the step.
+fn assert_lost_at_sync(step: &str, file: &str) -> Vec<SimFinding> {
+    let findings: Vec<SimFinding> = assert_caught(file)
+        .into_iter()
+        .filter(|f| f.rule == "runtime-value-rewritten")
+        .collect();
+    assert!(
+        findings.iter().all(|f| f.run == 1
+            && f.request.as_deref() == Some("POST /api/v1/namespaces/shop/secrets")
+            && f.message.contains(step)),
+        "{file}:\n{}",
+        describe(&findings)
+    );
+    findings
+}
+
+#[test]
+fn broken_owner_job() {
+    let findings = assert_lost_at_sync("hook Job shop-sessions-credentials", "owner-job.py");
+    assert!(findings.iter().all(|f| !f.warning));
+}
+
+#[test]
+fn broken_owner_configmap() {
+    let step = "the next sync deletes the hook ConfigMap shop-sessions-credentials";
+    let findings = assert_lost_at_sync(step, "owner-configmap.py");
+    assert!(findings.iter().all(|f| !f.warning));
+}
+
+#[test]
+fn broken_tracking_annotation() {
+    let findings = assert_lost_at_sync("Argo CD prunes it", "tracking-annotation.py");
+    assert!(findings.iter().all(|f| !f.warning));
+}
+
+#[test]
+fn broken_instance_label() {
+    // The platform tracks by annotation: the label alone is a warning, the Secret kept (and
+    // the reference's patch of the second run removes the label: a needless write).
+    let findings = assert_lost_at_sync("tracks by label", "instance-label.py");
+    assert!(
+        findings.iter().all(|f| f.warning),
+        "{}",
+        describe(&findings)
+    );
+}

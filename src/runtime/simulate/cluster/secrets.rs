@@ -262,6 +262,9 @@ impl Cluster {
         if changed {
             self.secret_changed(&name, label);
         }
+        if changed && !by_gc && after.is_some() {
+            self.written_by.insert(name.clone(), label.to_string());
+        }
         self.record(Event::SecretWrite {
             request: label.to_string(),
             name,
