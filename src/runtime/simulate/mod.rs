@@ -31,9 +31,9 @@
 //!
 //! # The fake cluster
 //! See `server` (HTTP/1.1 over rustls, threads), `rbac` (the authorizer) and `cluster` (what the
-//! API server and the controllers do). Not modelled: server-side apply (415), watch streams (an
-//! authorized watch gets an empty answer), list paging, admission (e.g. immutable Secrets,
-//! label syntax), and the RoleBinding (the Role is taken as bound to the program's
+//! API server and the controllers do; server-side apply of a Secret in `cluster::apply`). Not
+//! modelled: watch streams (an authorized watch gets an empty answer), list paging, admission
+//! (e.g. immutable Secrets, label syntax), and the RoleBinding (the Role is taken as bound to the program's
 //! ServiceAccount; the static checks judge the binding). A write that changes nothing keeps
 //! its resourceVersion, as etcd storage does; every other write bumps it. The server pods of a cache or broker report
 //! `status.podIP: 127.0.0.1` and a container port where a fake Valkey or NATS server of this
