@@ -6,7 +6,7 @@ use crate::lint::catalog::Catalog;
 use crate::lint::checks::Emit;
 use crate::load::source::At;
 use crate::model::bundle::{Bundle, Facts, MemberKind};
-use crate::model::{Finding, ObjectRef};
+use crate::model::{Finding, ObjectRef, Severity};
 use crate::runtime::simulate::{self, RoleRule, SimBundle, SimError, SimOptions};
 
 /// A bundle that could not be simulated, and why.
@@ -137,14 +137,14 @@ pub fn run(
                     "; the program then fails in those runs (runtime-failed, not listed again)",
                 );
             }
-            match node {
-                Some((at, object, _)) => {
-                    emit.add(group.rule, at, message, Some(&object), Some(&id))
-                        .label(script, "the program sends the request here");
-                }
-                None => {
-                    emit.add(group.rule, script, message, Some(&cm.object()), Some(&id));
-                }
+            let finding = match node {
+                Some((at, object, _)) => emit
+                    .add(group.rule, at, message, Some(&object), Some(&id))
+                    .label(script, "the program sends the request here"),
+                None => emit.add(group.rule, script, message, Some(&cm.object()), Some(&id)),
+            };
+            if group.warning {
+                finding.severity = Severity::Warning;
             }
         }
     }
@@ -162,6 +162,8 @@ struct Group<'a> {
     runs: Vec<(&'static str, u8)>,
     /// runtime-failed findings of those runs whose error names the refused request.
     then_fails: usize,
+    /// Right only under a platform assumption that does not hold (`SimFinding::warning`).
+    warning: bool,
 }
 
 impl Group<'_> {
@@ -223,6 +225,7 @@ fn group(findings: &[simulate::SimFinding]) -> Vec<Group<'_>> {
                 message: &f.message,
                 runs: vec![(f.scenario, f.run)],
                 then_fails: 0,
+                warning: f.warning,
             }),
         }
     }

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::SimFinding;
 use super::child::{Exit, Outcome};
 use super::cluster::{
-    Cluster, DATA_HASH, ESO_FINALIZER, Event, MANAGED_LABEL, PodTemplate, Replacement, Values,
-    data_hash, secret_values,
+    Cluster, DATA_HASH, ESO_FINALIZER, Event, MANAGED_LABEL, PodTemplate, Replacement, SyncLoss,
+    Values, data_hash, secret_values,
 };
 use super::incluster::random_token;
 use super::probe::Protocol;
@@ -495,6 +495,9 @@ pub struct Judge<'a> {
     pub findings: Vec<SimFinding>,
     /// The values the program created for planned keys, for the checks across scenarios.
     pub generated: Vec<Generated>,
+    /// Secrets the sync cycle deleted with their values (already reported): the next run
+    /// creates them, rightly.
+    lost_at_sync: BTreeSet<String>,
 }
 
 /// A value the program created for a planned key (kept in memory only, never printed).
@@ -532,6 +535,7 @@ impl<'a> Judge<'a> {
             known,
             findings: Vec::new(),
             generated: Vec::new(),
+            lost_at_sync: BTreeSet::new(),
         }
     }
 
@@ -542,7 +546,40 @@ impl<'a> Judge<'a> {
             run,
             request: request.map(str::to_string),
             message,
+            warning: false,
         });
+    }
+
+    /// The sync cycle between the runs (`Cluster::next_sync`): a Secret it deletes with its
+    /// values is created again, with new ones, by the Job at the next sync.
+    pub fn judge_sync(&mut self, losses: &[SyncLoss]) {
+        if self.expect == Expect::Stop {
+            return;
+        }
+        for loss in losses {
+            let name = &loss.secret;
+            if loss.warning {
+                self.push(VALUE_REWRITTEN, 1, loss.request.as_deref(), format!(
+                    "Secret {name}: {}, and the Job of the sync after creates it again with new values; a created Secret carries no Argo CD tracking metadata (ADR-072 points 2 and 3)", loss.step));
+                if let Some(f) = self.findings.last_mut() {
+                    f.warning = true;
+                }
+                continue;
+            }
+            let had_values = self.known.get(name).is_some_and(|v| !v.is_empty());
+            if !had_values {
+                continue;
+            }
+            self.known.remove(name);
+            self.lost_at_sync.insert(name.clone());
+            let set_up = if loss.request.is_some() {
+                "this request wrote it so"
+            } else {
+                "the scenario seeded it so"
+            };
+            self.push(VALUE_REWRITTEN, 1, loss.request.as_deref(), format!(
+                "between this run and the next sync, {}: Secret {name} goes with its values, and the Job of the next sync creates it again with new ones ({set_up}; a created Secret carries no ownerReference and no Argo CD tracking metadata; ADR-072 points 2 and 3)", loss.step));
+        }
     }
 
     /// Judges run `run`: its events, its exit, and the state it left.
@@ -704,7 +741,7 @@ impl<'a> Judge<'a> {
                     ctx.flagged.insert(name.clone());
                     self.push(NEEDLESS_WRITE, run, Some(request), format!(
                         "{verb} of Secret {name} changed nothing: a Secret with nothing to change is not written at all (ADR-072 point 2)"));
-                } else if run == 2 {
+                } else if run == 2 && !self.lost_at_sync.contains(name) {
                     ctx.flagged.insert(name.clone());
                     self.push(NEEDLESS_WRITE, run, Some(request), format!(
                         "the second run wrote Secret {name} although the first left nothing missing; a forced re-run must not change any resourceVersion (ADR-072 point 2)"));
@@ -880,12 +917,12 @@ impl<'a> Judge<'a> {
         for (stream, text) in streams {
             if index.found_in(text.as_bytes()) {
                 self.push(VALUE_LEAKED, run, None, format!(
-                    "a value of a Secret (as text, base64 or a long part of either) appears on the program's {stream}: values never reach logs or the Job's output (ADR-072 point 7)"));
+                    "a value of a Secret (as text or encoded: base64, hex, percent-encoding or string escapes, whole or a long part) appears on the program's {stream}: values never reach logs or the Job's output (ADR-072 point 7)"));
             }
         }
         for (request, text) in sent {
             if index.found_in(text.as_bytes()) {
-                self.push(VALUE_LEAKED, run, Some(request), "a value of a Secret (as text, base64 or a long part of either) is sent outside Secret data (in the path, a label, an annotation or another object): values are written only to Secret data (ADR-072 point 7)".into());
+                self.push(VALUE_LEAKED, run, Some(request), "a value of a Secret (as text or encoded: base64, hex, percent-encoding or string escapes, whole, a long part or in parts across fields) is sent outside Secret data (in the path, a label, an annotation or another object): values are written only to Secret data (ADR-072 point 7)".into());
             }
         }
     }

@@ -1157,8 +1157,44 @@ fn the_server_answers_as_the_api_server_does() {
         json!({"stringData": {"v": "x"}}),
     );
     assert_eq!((status, merged["data"]["v"].clone()), (200, json!("eA==")));
+    // Server-side apply, as the API server answers it.
+    const APPLY: &str = "application/apply-patch+yaml";
+    let applied = |data: Value| {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"},
+               "data": data})
+    };
+    assert_eq!(call(&ctx, "PATCH", A, APPLY, applied(json!({}))).0, 400);
+    let mine = format!("{A}?fieldManager=create-py");
+    // `v` was set by the merge patch above: another manager's field, another value.
+    let (status, conflict) = call(&ctx, "PATCH", &mine, APPLY, applied(json!({"v": "eQ=="})));
+    assert_eq!(status, 409, "{conflict}");
+    assert!(conflict["message"].as_str().unwrap().contains(".data.v"));
+    let forced = format!("{mine}&force=true");
+    let (status, taken) = call(&ctx, "PATCH", &forced, APPLY, applied(json!({"v": "eQ=="})));
+    assert_eq!((status, taken["data"]["v"].clone()), (200, json!("eQ==")));
+    // The same apply again changes nothing; one that omits `v` removes it (this manager's).
+    let rv3 = taken["metadata"]["resourceVersion"].clone();
+    let (status, again) = call(&ctx, "PATCH", &mine, APPLY, applied(json!({"v": "eQ=="})));
     assert_eq!(
-        call(&ctx, "PATCH", A, "application/apply-patch+yaml", json!({})).0,
+        (status, again["metadata"]["resourceVersion"].clone()),
+        (200, rv3)
+    );
+    let (status, dropped) = call(&ctx, "PATCH", &mine, APPLY, applied(json!({"w": "dw=="})));
+    assert_eq!(status, 200);
+    assert!(dropped["data"].get("v").is_none() && dropped["data"]["u"] == "dQ==");
+    assert_eq!(
+        call(
+            &ctx,
+            "PATCH",
+            &mine,
+            APPLY,
+            applied(json!({"x": "not base64!"}))
+        )
+        .0,
+        422
+    );
+    assert_eq!(
+        call(&ctx, "PATCH", A, "application/yaml", applied(json!({}))).0,
         415
     );
     assert_eq!(
@@ -1554,6 +1590,109 @@ fn broken_does_nothing() {
     let findings = assert_caught("does-nothing.py");
     assert!(
         findings.iter().all(|f| f.rule == "runtime-incomplete"),
+        "{}",
+        describe(&findings)
+    );
+}
+
+/// A value in an annotation under an encoding is a leak of the request that sent it, and the
+/// only finding: the rest of the program is the reference.
+fn assert_leaked_by_create(file: &str) {
+    let findings = assert_caught(file);
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.request.as_deref() == Some("POST /api/v1/namespaces/shop/secrets")),
+        "{file}:\n{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn broken_leaks_base64_record() {
+    assert_leaked_by_create("leaks-base64-record.py");
+}
+
+#[test]
+fn broken_leaks_hex() {
+    assert_leaked_by_create("leaks-hex.py");
+}
+
+#[test]
+fn broken_leaks_percent() {
+    assert_leaked_by_create("leaks-percent.py");
+}
+
+#[test]
+fn broken_leaks_escaped() {
+    assert_leaked_by_create("leaks-escaped.py");
+}
+
+#[test]
+fn broken_leaks_split() {
+    assert_leaked_by_create("leaks-split.py");
+}
+
+/// A created Secret the next sync deletes is rewritten by the Job of that sync: the finding
+/// names the request that set the Secret up, in the first run, and the step.
+fn assert_lost_at_sync(step: &str, file: &str) -> Vec<SimFinding> {
+    let findings: Vec<SimFinding> = assert_caught(file)
+        .into_iter()
+        .filter(|f| f.rule == "runtime-value-rewritten")
+        .collect();
+    assert!(
+        findings.iter().all(|f| f.run == 1
+            && f.request.as_deref() == Some("POST /api/v1/namespaces/shop/secrets")
+            && f.message.contains(step)),
+        "{file}:\n{}",
+        describe(&findings)
+    );
+    findings
+}
+
+#[test]
+fn broken_owner_job() {
+    let findings = assert_lost_at_sync("hook Job shop-sessions-credentials", "owner-job.py");
+    assert!(findings.iter().all(|f| !f.warning));
+}
+
+#[test]
+fn broken_owner_configmap() {
+    let step = "the next sync deletes the hook ConfigMap shop-sessions-credentials";
+    let findings = assert_lost_at_sync(step, "owner-configmap.py");
+    assert!(findings.iter().all(|f| !f.warning));
+}
+
+#[test]
+fn broken_tracking_annotation() {
+    let findings = assert_lost_at_sync("Argo CD prunes it", "tracking-annotation.py");
+    assert!(findings.iter().all(|f| !f.warning));
+}
+
+#[test]
+fn broken_instance_label() {
+    // The platform tracks by annotation: the label alone is a warning, the Secret kept (and
+    // the reference's patch of the second run removes the label: a needless write).
+    let findings = assert_lost_at_sync("tracks by label", "instance-label.py");
+    assert!(
+        findings.iter().all(|f| f.warning),
+        "{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn broken_apply_forced() {
+    // Server-side apply is accepted and judged as the write it is: an unguarded patch that
+    // replaces existing values.
+    let findings = assert_caught("apply-forced.py");
+    assert!(
+        findings.iter().any(|f| {
+            f.rule == "runtime-value-rewritten"
+                && f.request.as_deref().is_some_and(|r| {
+                    r.starts_with("PATCH ") && r.contains("fieldManager=credentials")
+                })
+        }),
         "{}",
         describe(&findings)
     );

@@ -53,6 +53,13 @@ pub struct Pod {
     replacement_due: Option<Instant>,
 }
 
+impl Pod {
+    /// The uid of the pod instance that exists now, if one does.
+    pub(super) fn uid(&self) -> Option<&str> {
+        self.instance.as_ref().map(|i| i.uid.as_str())
+    }
+}
+
 impl Cluster {
     /// A running server pod that started with `password` (None: it could not start).
     pub fn seed_pod(

@@ -6,6 +6,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use super::apply::APPLY_PATCH;
 use super::{
     ApiRequest, Cluster, Event, Response, TIMESTAMP, Values, bad_request, method_not_allowed,
     not_found, status_error,
@@ -144,6 +145,28 @@ impl Cluster {
                 );
                 resp
             }
+            "patch" if media_type(req.content_type) == APPLY_PATCH => {
+                let before = self.secrets.get(&name).map(secret_values);
+                let applied = self.apply_secret(req, &name);
+                // Judged as any write: a create where it made the Secret, else an unguarded
+                // patch (an apply tests no resourceVersion).
+                let (verb, guarded) = if applied.created {
+                    ("create", None)
+                } else {
+                    ("patch", Some(false))
+                };
+                self.record_secret(
+                    req.label,
+                    name,
+                    verb,
+                    applied.response.status,
+                    before,
+                    applied.changed,
+                    false,
+                    guarded,
+                );
+                applied.response
+            }
             "update" | "patch" => {
                 let before = self.secrets.get(&name).map(secret_values);
                 let (resp, changed) = if info.verb == "update" {
@@ -262,6 +285,9 @@ impl Cluster {
         if changed {
             self.secret_changed(&name, label);
         }
+        if changed && !by_gc && after.is_some() {
+            self.written_by.insert(name.clone(), label.to_string());
+        }
         self.record(Event::SecretWrite {
             request: label.to_string(),
             name,
@@ -278,7 +304,7 @@ impl Cluster {
     }
 
     /// Checks and completes a Secret body as the API server's validation and defaulting do.
-    fn normalize_secret(&self, body: Value, name: &str) -> Result<Value, Response> {
+    pub(super) fn normalize_secret(&self, body: Value, name: &str) -> Result<Value, Response> {
         let Value::Object(mut obj) = body else {
             return Err(bad_request("the request body is not a JSON object"));
         };
@@ -434,6 +460,7 @@ impl Cluster {
             m.remove("deletionTimestamp");
         }
         self.secrets.insert(name.clone(), obj.clone());
+        self.apply_owners.retain(|(secret, _), _| *secret != name);
         (
             name,
             Response {
@@ -445,7 +472,7 @@ impl Cluster {
 
     /// Stores `new` in place of Secret `name` after the checks update and patch share; says
     /// whether the stored object changed.
-    fn replace_secret(&mut self, name: &str, new: Value) -> (Response, bool) {
+    pub(super) fn replace_secret(&mut self, name: &str, new: Value) -> (Response, bool) {
         match self.try_replace_secret(name, new) {
             Ok(result) => result,
             Err(resp) => (resp, false),
@@ -562,7 +589,7 @@ impl Cluster {
                 415,
                 "UnsupportedMediaType",
                 &format!(
-                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {media:?})"
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {media:?})"
                 ),
                 "",
                 "",
