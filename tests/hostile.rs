@@ -1430,6 +1430,10 @@ fn simulate_confines_the_program_where_the_kernel_allows_and_still_reports_it() 
         } else {
             "unconfined-target"
         });
+        // Open to every user: as root credlint runs the program as the pod's user, and only
+        // Landlock is to keep it out here.
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
         let secret = dir.join("outside-secret");
         std::fs::write(&secret, "not for the program").unwrap();
         let written = dir.join("written-outside");

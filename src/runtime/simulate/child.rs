@@ -18,7 +18,11 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::confine::Confine;
 use super::incluster::RunDir;
+
+/// Landlock's part of the confinement, run by the child on itself.
+pub type Landlock = Box<dyn FnMut() -> io::Result<()> + Send + Sync>;
 
 /// The programs running now, on every thread: a child of credlint among them is no orphan.
 static RUNNING: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
@@ -388,6 +392,7 @@ pub fn resolve_python(
     env: &[(String, String)],
     timeout: Duration,
     paths: bool,
+    confine: &mut Confine,
 ) -> Result<Interpreter, RunError> {
     let bare = python.components().count() == 1;
     let mut given: Vec<PathBuf> = Vec::new();
@@ -395,37 +400,67 @@ pub fn resolve_python(
         given.push(python.to_path_buf());
         given.extend(python.canonicalize().ok());
     }
-    if !bare && !paths {
+    if !bare && !paths && !confine.can_switch_user() {
         return Ok(Interpreter {
             executable: python.to_path_buf(),
             paths: given,
         });
     }
     let out_path = dir.join("executable");
-    let out = File::create(&out_path).map_err(RunError::Files)?;
-    let mut command = Command::new(python);
-    command
-        .args(["-c", SELF_REPORT])
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        // Where the program runs: `-c` puts the current folder on the module path.
-        .current_dir(dir.join("work"))
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(Stdio::null())
-        .process_group(0);
-    become_subreaper();
-    let mut guard = Guard::start(&mut command)?;
-    let deadline = deadline_after(timeout);
-    while !guard.exited() && deadline.is_none_or(|d| Instant::now() < d) {
-        thread::sleep(Duration::from_millis(3));
-    }
-    let succeeded = guard.exited() && guard.finish().is_ok_and(|s| s.success());
-    drop(guard);
-    // A path and the interpreter's search folders: a few KiB. An interpreter given by
-    // `--python` that prints far more is cut off (the JSON then fails to parse: not trusted).
-    let said = head(&out_path, 64 * 1024);
-    let _ = fs::remove_file(&out_path);
+    let ask = |confine: &Confine| -> Result<(bool, String), RunError> {
+        let out = File::create(&out_path).map_err(RunError::Files)?;
+        let mut command = Command::new(python);
+        command
+            .args(["-c", SELF_REPORT])
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            // Where the program runs: `-c` puts the current folder on the module path.
+            .current_dir(dir.join("work"))
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(Stdio::null());
+        // SAFETY: the hook makes only system calls (no allocation, no lock), as a child
+        // between fork and exec must.
+        unsafe {
+            command.pre_exec(confine.in_child(None));
+        }
+        become_subreaper();
+        let mut guard = Guard::start(&mut command)?;
+        let deadline = deadline_after(timeout);
+        while !guard.exited() && deadline.is_none_or(|d| Instant::now() < d) {
+            thread::sleep(Duration::from_millis(3));
+        }
+        let succeeded = guard.exited() && guard.finish().is_ok_and(|s| s.success());
+        drop(guard);
+        // A path and the interpreter's search folders: a few KiB. An interpreter given by
+        // `--python` that prints far more is cut off (the JSON then fails to parse: not
+        // trusted).
+        let said = head(&out_path, 64 * 1024);
+        let _ = fs::remove_file(&out_path);
+        Ok((succeeded, said))
+    };
+    let (succeeded, said) = if confine.can_switch_user() {
+        dir.hand_to(super::confine::POD_UID)
+            .map_err(RunError::Files)?;
+        confine.with_user();
+        match ask(confine) {
+            Ok((true, said)) => (true, said),
+            // The pod's user cannot start it: a folder on the way is closed to that user.
+            _ => {
+                confine.without_user(format!(
+                    "{} cannot start as uid {}: a folder on its path is closed to that user",
+                    python.display(),
+                    super::confine::POD_UID
+                ));
+                // SAFETY: geteuid has no preconditions.
+                dir.hand_to(unsafe { libc::geteuid() })
+                    .map_err(RunError::Files)?;
+                ask(confine)?
+            }
+        }
+    } else {
+        ask(confine)?
+    };
     let said: serde_json::Value = if succeeded {
         serde_json::from_str(&said).unwrap_or_default()
     } else {
@@ -459,9 +494,10 @@ pub fn run(
     dir: &RunDir,
     env: &[(String, String)],
     timeout: Duration,
+    confine: &Confine,
     sandbox: &mut Option<super::sandbox::Sandbox>,
 ) -> Result<Outcome, RunError> {
-    let command = || {
+    let start = |landlock: Option<Landlock>| {
         let mut command = Command::new(python);
         command
             .arg(dir.join("create.py"))
@@ -471,25 +507,23 @@ pub fn run(
             .current_dir(dir.join("work"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        command
+            .stderr(Stdio::piped());
+        // SAFETY: the hook makes only system calls (no allocation, no lock), as a child
+        // between fork and exec must.
+        unsafe {
+            command.pre_exec(confine.in_child(landlock));
+        }
+        Guard::start(&mut command)
     };
     become_subreaper();
     let mut guard = match sandbox {
-        Some(confine) => {
-            let mut confined = command();
-            // SAFETY: the hook makes only system calls (no allocation, no lock), as a child
-            // between fork and exec must.
-            unsafe {
-                confined.pre_exec(confine.enforce_in_child());
-            }
-            match Guard::start(&mut confined) {
+        Some(landlock) => {
+            match start(Some(Box::new(landlock.enforce_in_child()))) {
                 Ok(guard) => guard,
                 Err(RunError::Spawn(e)) => {
-                    // Either the kernel refused to confine the child, or the interpreter
-                    // cannot start at all: an unconfined start tells which.
-                    let guard = Guard::start(&mut command())?;
+                    // Either the kernel refused Landlock for the child, or the interpreter
+                    // cannot start at all: a start without Landlock tells which.
+                    let guard = start(None)?;
                     super::sandbox::note_unconfined(&format!(
                         "the program could not start confined: {e}"
                     ));
@@ -499,7 +533,7 @@ pub fn run(
                 Err(e) => return Err(e),
             }
         }
-        None => Guard::start(&mut command())?,
+        None => start(None)?,
     };
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stdout_reader = start_capture(guard.child.stdout.take(), "stdout", &stop)?;
@@ -580,6 +614,7 @@ while not os.path.exists(pidfile):
             &dir,
             &env,
             Duration::from_secs(20),
+            &Confine::new(Duration::from_secs(20)),
             &mut None,
         ) else {
             eprintln!("SKIPPED python3 is not installed");

@@ -78,6 +78,17 @@ impl RunDir {
         &self.path
     }
 
+    /// Gives the folder and its working folders to `uid` (and the group of the same number),
+    /// the user the program runs as; credlint, as root, still removes them.
+    pub fn hand_to(&self, uid: u32) -> io::Result<()> {
+        let gid = if uid == 0 { 0 } else { uid };
+        std::os::unix::fs::chown(&self.path, Some(uid), Some(gid))?;
+        for sub in ["serviceaccount", "site", "work", "tmp"] {
+            std::os::unix::fs::lchown(self.path.join(sub), Some(uid), Some(gid))?;
+        }
+        Ok(())
+    }
+
     pub fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }

@@ -7,7 +7,7 @@
 //! `kubernetes.default.svc`), and the files `token`, `ca.crt`, `namespace` under
 //! `/var/run/secrets/kubernetes.io/serviceaccount/`. The program runs as
 //! `python3 <tmp>/create.py <tmp>/plan.json`, byte-identical to the ConfigMap, with a clean
-//! environment and its own process group.
+//! environment, in a session of its own, confined as its pod would be (`confine`, `sandbox`).
 //!
 //! The in-cluster path is redirected by a Python startup hook (`sitecustomize.py` on
 //! `PYTHONPATH`), not by a mount namespace. A private mount namespace needs an unprivileged user
@@ -20,10 +20,10 @@
 //! `ssl.SSLContext.load_verify_locations`/`load_cert_chain`, which OpenSSL reads in C. Limits:
 //! a program that reads the files through a subprocess, `ctypes` or the private `_io` module
 //! sees the real path (and, outside a cluster, no file); a program started with `-I`/`-S`
-//! would skip the hook, but the command line is ours. Non-root: the tests run the Python child
-//! as `nobody` through `setpriv` when they run as root (the hook checks and a whole
-//! simulation), and the test binary itself has been run as `nobody` (`setpriv --reuid=65534`,
-//! `PATH=/usr/bin:/bin`) with the same results: nothing here needs a privilege.
+//! would skip the hook, but the command line is ours. Non-root: where credlint runs as root it
+//! runs the program as the pod's user 65532 (the run folder handed to that user) when the
+//! interpreter starts as that user, and as root without capabilities where not (a note says
+//! so); nothing here needs a privilege.
 //!
 //! A bare interpreter name (the default `python3`) is resolved once per simulation to the
 //! interpreter's `sys.executable`, because a version manager's shim (pyenv's is a shell script)
@@ -99,6 +99,7 @@
 
 mod child;
 mod cluster;
+mod confine;
 mod incluster;
 mod patch;
 mod probe;
@@ -318,8 +319,17 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
         },
         child::RunError::Files(e) => temp_err(e),
     };
-    let interpreter = child::resolve_python(&opts.python, &dir, &env, opts.timeout, opts.confine)
-        .map_err(run_error)?;
+    let mut confine = confine::Confine::new(opts.timeout);
+    let interpreter = child::resolve_python(
+        &opts.python,
+        &dir,
+        &env,
+        opts.timeout,
+        opts.confine,
+        &mut confine,
+    )
+    .map_err(run_error)?;
+    confine::note_missing(&confine.layers);
     let python = interpreter.executable;
     // What the question itself reached is no part of the first run.
     incluster::take_access_log(&dir);
@@ -361,8 +371,15 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
             };
             // Rewritten each run: a program may have changed its own files.
             incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
-            let mut outcome = child::run(&python, &dir, &env, opts.timeout, &mut confinement)
-                .map_err(run_error)?;
+            let mut outcome = child::run(
+                &python,
+                &dir,
+                &env,
+                opts.timeout,
+                &confine,
+                &mut confinement,
+            )
+            .map_err(run_error)?;
             outcome.termination_message = incluster::take_termination_message(&dir);
             outcome.access = incluster::take_access_log(&dir);
             let mut cluster = lock(&ctx.cluster);

@@ -1,0 +1,377 @@
+//! The pod's confinement of the program, beyond Landlock (`sandbox`): what the child does to
+//! itself between `fork` and `exec`, so the interpreter and everything it starts inherit it.
+//!
+//! In order: a session of its own (no controlling terminal, and no way back into credlint's
+//! process group); every descriptor above 2 marked close-on-exec (credlint may have inherited
+//! open files from whoever started it); resource limits; every capability dropped and, where
+//! credlint runs as root and the interpreter is reachable for it, the pod's user 65532;
+//! `no_new_privs`; then (after Landlock) a seccomp filter that refuses raw and packet sockets,
+//! Unix-socket creation (a `socketpair` stays possible), UDP, ptrace and reading other
+//! processes' memory, keyrings, mounts, new namespaces, module loading, BPF, io_uring and the
+//! like with `EPERM`. Each layer that could not be set up is named in [`Layers`], so a report
+//! never claims more than held.
+
+use std::io;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule,
+};
+
+/// The pod's user and group (the Job template's `runAsUser`/`runAsGroup` default).
+pub const POD_UID: u32 = 65532;
+
+/// The resource limits a program runs under, each `(resource, soft and hard limit)`.
+/// Memory is bounded by the data segment (what `malloc` and `mmap` of private memory count),
+/// not the address space, which threads reserve generously without using it; the address
+/// space has a wide ceiling. Processes count per user, so they bind only when the program runs
+/// as the pod's user (the kernel does not count root's).
+fn limits(cpu_seconds: u64, pod_user: bool) -> [(libc::__rlimit_resource_t, u64); 8] {
+    const MIB: u64 = 1024 * 1024;
+    [
+        (libc::RLIMIT_DATA, 512 * MIB),
+        (libc::RLIMIT_AS, 4096 * MIB),
+        (
+            libc::RLIMIT_NPROC,
+            if pod_user { 128 } else { libc::RLIM_INFINITY },
+        ),
+        (libc::RLIMIT_FSIZE, 64 * MIB),
+        (libc::RLIMIT_CPU, cpu_seconds),
+        (libc::RLIMIT_NOFILE, 256),
+        (libc::RLIMIT_CORE, 0),
+        (libc::RLIMIT_MEMLOCK, 0),
+    ]
+}
+
+/// Why processes are not limited where the program keeps credlint's user: the kernel counts a
+/// user's processes across the machine (root's not at all), so a limit would bind credlint's
+/// other processes, not the program's.
+const NO_PROCESS_LIMIT: &str =
+    "the program runs as credlint's user, whose processes the kernel counts together";
+
+/// Which layers hold for the programs of one simulation, and why a missing one is missing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layers {
+    /// `(layer, held)`, with the reason where it did not.
+    pub entries: Vec<(&'static str, Result<(), String>)>,
+}
+
+impl Layers {
+    pub fn missing(&self) -> Vec<(&'static str, &str)> {
+        self.entries
+            .iter()
+            .filter_map(|(n, r)| r.as_ref().err().map(|why| (*n, why.as_str())))
+            .collect()
+    }
+
+    pub fn set(&mut self, layer: &'static str, state: Result<(), String>) {
+        self.entries.retain(|(n, _)| *n != layer);
+        self.entries.push((layer, state));
+    }
+}
+
+/// Says once per process which layers do not hold and why: a missing layer is never silent.
+pub fn note_missing(layers: &Layers) {
+    let missing = layers.missing();
+    if missing.is_empty() {
+        return;
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let list: Vec<String> = missing
+            .iter()
+            .map(|(layer, why)| format!("{layer} ({why})"))
+            .collect();
+        eprintln!(
+            "credlint: note: simulate's programs run without these layers of the pod's \
+             confinement: {}",
+            list.join("; ")
+        );
+    });
+}
+
+/// The confinement of one simulation's programs, prepared in credlint.
+#[derive(Clone)]
+pub struct Confine {
+    /// Switch to the pod's user (credlint is root and the interpreter starts as that user).
+    user: bool,
+    /// credlint is root: the bounding set is emptied so an `exec` as root gains nothing.
+    root: bool,
+    filter: Option<BpfProgram>,
+    /// `clone3` answers `ENOSYS` (its flags are in memory, out of the filter's reach), so the C
+    /// library falls back to `clone`, whose flags the first filter checks.
+    clone3: Option<BpfProgram>,
+    cpu_seconds: u64,
+    pub layers: Layers,
+}
+
+impl Confine {
+    /// `timeout` bounds the CPU time as well as the wall time.
+    pub fn new(timeout: std::time::Duration) -> Confine {
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut layers = Layers::default();
+        layers.set("session", Ok(()));
+        layers.set("descriptors", Ok(()));
+        layers.set("rlimits", Ok(()));
+        layers.set("no-new-privs", Ok(()));
+        layers.set("capabilities", Ok(()));
+        layers.set(
+            "user",
+            Err(if root {
+                "the interpreter was not tried as the pod's user".into()
+            } else {
+                "credlint does not run as root: the program runs as credlint's user".into()
+            }),
+        );
+        layers.set("process-limit", Err(NO_PROCESS_LIMIT.into()));
+        let (filter, clone3) = match filters() {
+            Ok((f, c)) => {
+                layers.set("seccomp", Ok(()));
+                (Some(f), Some(c))
+            }
+            Err(why) => {
+                layers.set("seccomp", Err(why));
+                (None, None)
+            }
+        };
+        Confine {
+            user: false,
+            root,
+            filter,
+            clone3,
+            cpu_seconds: timeout.as_secs().saturating_add(2),
+            layers,
+        }
+    }
+
+    /// Whether the program may run as the pod's user: credlint is root.
+    pub fn can_switch_user(&self) -> bool {
+        self.root
+    }
+
+    /// The program runs as the pod's user (its run folder is handed to that user).
+    pub fn with_user(&mut self) {
+        self.user = self.root;
+        if self.user {
+            self.layers.set("user", Ok(()));
+            self.layers.set("process-limit", Ok(()));
+        }
+    }
+
+    /// The program cannot start as the pod's user (its interpreter lies in a folder that user
+    /// cannot reach): it runs as root, without capabilities.
+    pub fn without_user(&mut self, why: String) {
+        self.user = false;
+        self.layers.set("user", Err(why));
+        self.layers
+            .set("process-limit", Err(NO_PROCESS_LIMIT.into()));
+    }
+
+    /// What the child runs between `fork` and `exec`, before Landlock (`landlock` is run in
+    /// between, where there is one) and the seccomp filter: system calls only, nothing that
+    /// allocates or locks.
+    pub fn in_child(
+        &self,
+        mut landlock: Option<super::child::Landlock>,
+    ) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+        let user = self.user;
+        let root = self.root;
+        let filter = self.filter.clone();
+        let clone3 = self.clone3.clone();
+        let limits = limits(self.cpu_seconds, user);
+        move || {
+            let check = |rc: libc::c_int| {
+                if rc < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(())
+                }
+            };
+            // SAFETY: each call below takes plain integers or pointers to locals that live for
+            // the call; none allocates or takes a lock, as a child between fork and exec must.
+            unsafe {
+                check(libc::setsid())?;
+                // Marked, not closed: std's own pipe that reports a failed exec must stay
+                // until the exec.
+                check(libc::syscall(
+                    libc::SYS_close_range,
+                    3u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                ) as libc::c_int)
+                .or_else(|_| {
+                    // Before Linux 5.11: one by one, up to the descriptor limit.
+                    let max = libc::sysconf(libc::_SC_OPEN_MAX).clamp(3, 1 << 20) as libc::c_int;
+                    for fd in 3..max {
+                        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    }
+                    Ok::<(), io::Error>(())
+                })?;
+                for (resource, value) in limits {
+                    if value == libc::RLIM_INFINITY {
+                        continue;
+                    }
+                    let limit = libc::rlimit {
+                        rlim_cur: value,
+                        rlim_max: value,
+                    };
+                    check(libc::setrlimit(resource, &limit))?;
+                }
+                if root {
+                    for cap in 0..64 {
+                        // EINVAL past the last capability this kernel knows.
+                        libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+                    }
+                }
+                if user {
+                    check(libc::setgroups(0, std::ptr::null()))?;
+                    check(libc::setresgid(POD_UID, POD_UID, POD_UID))?;
+                    check(libc::setresuid(POD_UID, POD_UID, POD_UID))?;
+                }
+                check(libc::prctl(
+                    libc::PR_CAP_AMBIENT,
+                    libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                    0,
+                    0,
+                    0,
+                ))?;
+                // capset(2) with every set empty (version 3 takes two 32-bit halves).
+                let header = CapHeader {
+                    version: 0x2008_0522,
+                    pid: 0,
+                };
+                let data = [CapData::default(); 2];
+                check(libc::syscall(libc::SYS_capset, &header, data.as_ptr()) as libc::c_int)?;
+                check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+            }
+            if let Some(landlock) = landlock.as_mut() {
+                landlock()?;
+            }
+            for program in [&clone3, &filter].into_iter().flatten() {
+                seccompiler::apply_filter(program).map_err(io::Error::other)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// The namespaces a new process could ask for (`clone` flags).
+const NAMESPACE_FLAGS: [u64; 7] = [
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
+/// The two seccomp programs: what is refused with `EPERM`, and `clone3` with `ENOSYS`.
+fn filters() -> Result<(BpfProgram, BpfProgram), String> {
+    // SAFETY: prctl(2) with PR_GET_SECCOMP takes no pointer; -1 means no seccomp here.
+    if unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } < 0 {
+        return Err(format!(
+            "the kernel has no seccomp: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    let arch: seccompiler::TargetArch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| format!("no seccomp filter for {}", std::env::consts::ARCH))?;
+    let text = |e: seccompiler::BackendError| e.to_string();
+    let cond = |arg: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(text)
+    };
+    let rule = |conditions: Vec<SeccompCondition>| SeccompRule::new(conditions).map_err(text);
+    // The socket type without SOCK_NONBLOCK and SOCK_CLOEXEC.
+    let kind = |t: i32| cond(1, SeccompCmpOp::MaskedEq(0xf), t as u64);
+    let family = |f: i32| cond(0, SeccompCmpOp::Eq, f as u64);
+    let mut socket = vec![
+        rule(vec![family(libc::AF_PACKET)?])?,
+        rule(vec![family(libc::AF_UNIX)?])?,
+    ];
+    for f in [libc::AF_INET, libc::AF_INET6] {
+        socket.push(rule(vec![family(f)?, kind(libc::SOCK_RAW)?])?);
+        socket.push(rule(vec![family(f)?, kind(libc::SOCK_DGRAM)?])?);
+    }
+    let mut clone = Vec::new();
+    for flag in NAMESPACE_FLAGS {
+        clone.push(rule(vec![cond(0, SeccompCmpOp::MaskedEq(flag), flag)?])?);
+    }
+    let mut rules = std::collections::BTreeMap::new();
+    rules.insert(libc::SYS_socket, socket);
+    rules.insert(libc::SYS_clone, clone);
+    for call in [
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_fsopen,
+        libc::SYS_fsmount,
+        libc::SYS_fsconfig,
+        libc::SYS_fspick,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_mount_setattr,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_io_uring_setup,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_open_by_handle_at,
+        libc::SYS_name_to_handle_at,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_reboot,
+        libc::SYS_acct,
+        libc::SYS_quotactl,
+        libc::SYS_syslog,
+    ] {
+        rules.insert(call, Vec::new());
+    }
+    let deny = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(text)?;
+    let mut only_clone3 = std::collections::BTreeMap::new();
+    only_clone3.insert(libc::SYS_clone3, Vec::new());
+    let clone3 = SeccompFilter::new(
+        only_clone3,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(text)?;
+    let compile = |f: SeccompFilter| BpfProgram::try_from(f).map_err(|e| e.to_string());
+    Ok((compile(deny)?, compile(clone3)?))
+}

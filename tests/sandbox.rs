@@ -1,0 +1,317 @@
+//! `credlint simulate` runs a program that arrives in the change under review: each test here
+//! is a hostile program of one class, put before the correct program of fixtures/runtime, that
+//! reports what it managed by failing with `ESCAPED <what>` (a `runtime-failed` finding). A
+//! confined run shows no such finding and the correct program still passes every scenario.
+//! Needs python3; `.ci/run` requires it (`CREDLINT_REQUIRE_PYTHON=1`).
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The wall-clock guard of one credlint run: far past `--timeout 20` times the runs, and
+/// short of for ever (a run that hangs fails here instead of hanging the suite).
+const GUARD: Duration = Duration::from_secs(240);
+
+fn python_or_skip() -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("python3").is_file()));
+    if !found {
+        common::skip_unless_required(
+            "CREDLINT_REQUIRE_PYTHON",
+            "python3 is not installed (simulate runs the programs with it)",
+        );
+    }
+    found
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn report(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{}", self.stdout, self.stderr))
+    }
+
+    /// `(rule, message)` of every finding.
+    fn findings(&self) -> Vec<(String, String)> {
+        self.report()["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["rule"].as_str().unwrap_or_default().to_string(),
+                    f["message"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The findings that say the program got out.
+    fn escapes(&self) -> Vec<String> {
+        self.findings()
+            .into_iter()
+            .map(|(_, m)| m)
+            .filter(|m| m.contains("ESCAPED"))
+            .collect()
+    }
+}
+
+/// A component bundle whose create.py is `prefix` and then the correct program.
+fn bundle(dir: &Path, prefix: &str) {
+    let script = format!(
+        "{prefix}\n{}",
+        std::fs::read_to_string(common::root().join("fixtures/runtime/create.py")).unwrap()
+    );
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+    std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+}
+
+/// Runs `credlint simulate --format json --timeout 20 [extra] dir`; `inherit` is a file
+/// credlint inherits open (without close-on-exec) as descriptor 9, as a careless CI step
+/// could hand it one.
+fn simulate(dir: &Path, extra: &[&str], inherit: Option<&Path>) -> Run {
+    let mut command = common::command();
+    command
+        .args(["simulate", "--format", "json", "--timeout", "20"])
+        .args(extra)
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let held = inherit.map(|p| std::fs::File::open(p).unwrap());
+    if let Some(file) = &held {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+        // SAFETY: dup2 and fcntl only, between fork and exec; `fd` is open in the parent.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::dup2(fd, 9) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::fcntl(9, libc::F_SETFD, 0);
+                Ok(())
+            });
+        }
+    }
+    let started = Instant::now();
+    let mut child = command.spawn().expect("the binary runs");
+    let pid = child.id() as libc::pid_t;
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if finished.recv_timeout(GUARD).is_err() {
+            // SAFETY: kill(2) on our child, which is not reaped before the watchdog ends.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    let out = child.stdout.take().unwrap();
+    let err = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut { err }, &mut s);
+        s
+    });
+    let _ = std::io::Read::read_to_string(&mut { out }, &mut stdout);
+    stderr.push_str(&err_reader.join().unwrap());
+    let status = child.wait().unwrap();
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    Run {
+        code: status.code(),
+        stdout,
+        stderr,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Runs the hostile `prefix` and asserts that it escaped nothing and the correct program
+/// after it still passed.
+fn refused(name: &str, prefix: &str) -> Run {
+    let dir = common::temp_dir(&format!("sandbox-{name}"));
+    bundle(&dir, prefix);
+    let run = simulate(&dir, &[], None);
+    assert!(
+        run.code.is_some(),
+        "{name}: credlint was killed after {:?}: {}",
+        run.elapsed,
+        run.stderr
+    );
+    assert_eq!(
+        run.escapes(),
+        Vec::<String>::new(),
+        "{name}: {}",
+        run.stderr
+    );
+    run
+}
+
+#[test]
+fn a_program_that_says_it_escaped_is_reported() {
+    if !python_or_skip() {
+        return;
+    }
+    // The control for every test here: an ESCAPED exit is seen.
+    let dir = common::temp_dir("sandbox-control");
+    bundle(&dir, "raise SystemExit('ESCAPED control')");
+    let run = simulate(&dir, &[], None);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(!run.escapes().is_empty(), "{:?}", run.findings());
+}
+
+#[test]
+fn descriptors_credlint_inherited_are_closed_to_the_program() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-fds");
+    let secret = dir.join("secret");
+    std::fs::write(&secret, "credlint-inherited-secret").unwrap();
+    bundle(
+        &dir,
+        "import os as _o\n\
+         for _fd in range(3, 1024):\n\
+         \x20   try:\n\
+         \x20       if b'inherited-secret' in _o.pread(_fd, 64, 0):\n\
+         \x20           raise SystemExit('ESCAPED read an inherited descriptor %d' % _fd)\n\
+         \x20   except OSError:\n\
+         \x20       pass",
+    );
+    let run = simulate(&dir, &[], Some(&secret));
+    assert_eq!(run.escapes(), Vec::<String>::new(), "{}", run.stderr);
+    assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
+}
+
+#[test]
+fn raw_packet_and_unix_sockets_udp_and_dns_are_refused() {
+    if !python_or_skip() {
+        return;
+    }
+    // A Unix socket listening where the program could name it, as docker.sock would.
+    let dir = common::temp_dir("sandbox-sockets-target");
+    let path = dir.join("listening.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let prefix = format!(
+        "import socket as _s\n\
+         def _try(what, make):\n\
+         \x20   try:\n\
+         \x20       make()\n\
+         \x20   except OSError:\n\
+         \x20       return\n\
+         \x20   raise SystemExit('ESCAPED ' + what)\n\
+         _try('raw ICMP', lambda: _s.socket(_s.AF_INET, _s.SOCK_RAW, _s.IPPROTO_ICMP))\n\
+         _try('raw IPv6', lambda: _s.socket(_s.AF_INET6, _s.SOCK_RAW, 58))\n\
+         _try('packet', lambda: _s.socket(17, _s.SOCK_RAW, 0))\n\
+         _try('unix connect', lambda: _s.socket(_s.AF_UNIX).connect({path:?}))\n\
+         _try('udp', lambda: _s.socket(_s.AF_INET, _s.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port})))\n\
+         _try('udp6', lambda: _s.socket(_s.AF_INET6, _s.SOCK_DGRAM))\n\
+         _try('dns', lambda: _s.getaddrinfo('credlint-test.example.com', 53))\n\
+         _a, _b = _s.socketpair()\n\
+         _a.send(b'pair'); assert _b.recv(4) == b'pair'",
+        path = path.to_string_lossy()
+    );
+    refused("sockets", &prefix);
+    udp.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 8];
+    assert!(udp.recv(&mut buf).is_err(), "a datagram arrived");
+}
+
+#[test]
+fn no_capability_ptrace_keyring_mount_or_namespace() {
+    if !python_or_skip() {
+        return;
+    }
+    refused(
+        "privileges",
+        "import os as _o, ctypes as _c\n\
+         _l = _c.CDLL(None, use_errno=True)\n\
+         open('owned', 'w').close()\n\
+         try:\n\
+         \x20   _o.chown('owned', 1, 1)\n\
+         \x20   raise SystemExit('ESCAPED chown (a capability)')\n\
+         except OSError:\n\
+         \x20   pass\n\
+         if _l.ptrace(0, 0, 0, 0) == 0:\n\
+         \x20   raise SystemExit('ESCAPED ptrace')\n\
+         if _o.uname().machine == 'x86_64' and _l.syscall(248, b'user', b'credlint', b'x', 1, -2) >= 0:\n\
+         \x20   raise SystemExit('ESCAPED add_key')\n\
+         if _l.unshare(0x10000000) == 0:\n\
+         \x20   raise SystemExit('ESCAPED unshare(CLONE_NEWUSER)')\n\
+         if _l.mount(b'none', b'/tmp', b'tmpfs', 0, None) == 0:\n\
+         \x20   raise SystemExit('ESCAPED mount')\n\
+         _o.remove('owned')",
+    );
+}
+
+#[test]
+fn memory_file_size_and_process_bombs_are_bounded() {
+    if !python_or_skip() {
+        return;
+    }
+    refused(
+        "bombs",
+        "import os as _o\n\
+         try:\n\
+         \x20   _big = bytearray(1 << 30)\n\
+         \x20   raise SystemExit('ESCAPED allocated 1 GiB')\n\
+         except MemoryError:\n\
+         \x20   pass\n\
+         try:\n\
+         \x20   with open('big', 'wb') as _f:\n\
+         \x20       for _ in range(128):\n\
+         \x20           _f.write(b'x' * (1 << 20))\n\
+         \x20   raise SystemExit('ESCAPED wrote 128 MiB')\n\
+         except OSError:\n\
+         \x20   pass\n\
+         _o.remove('big')",
+    );
+}
+
+#[test]
+fn as_root_the_program_runs_as_the_pods_user_with_processes_bounded() {
+    if !python_or_skip() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let python = Path::new("/usr/bin/python3");
+    if !root || !python.is_file() {
+        eprintln!("SKIPPED: needs root and /usr/bin/python3 (a path every user can reach)");
+        return;
+    }
+    let dir = common::temp_dir("sandbox-user");
+    bundle(
+        &dir,
+        "import os as _o, time as _t\n\
+         if _o.getuid() != 65532 or _o.getgid() != 65532 or _o.getgroups():\n\
+         \x20   raise SystemExit('ESCAPED runs as %d:%d' % (_o.getuid(), _o.getgid()))\n\
+         _kids = []\n\
+         try:\n\
+         \x20   for _ in range(200):\n\
+         \x20       _p = _o.fork()\n\
+         \x20       if _p == 0:\n\
+         \x20           _t.sleep(3)\n\
+         \x20           _o._exit(0)\n\
+         \x20       _kids.append(_p)\n\
+         except OSError:\n\
+         \x20   pass\n\
+         for _p in _kids:\n\
+         \x20   _o.kill(_p, 9)\n\
+         \x20   _o.waitpid(_p, 0)\n\
+         if len(_kids) >= 200:\n\
+         \x20   raise SystemExit('ESCAPED forked 200 processes')",
+    );
+    let run = simulate(&dir, &["--python", "/usr/bin/python3"], None);
+    assert_eq!(run.escapes(), Vec::<String>::new(), "{}", run.stderr);
+    assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
+}
