@@ -416,3 +416,50 @@ fn a_length_out_of_bounds_is_echoed_with_the_bounds_the_docs_give() {
         "docs/bundle.md gives what credlint enforces"
     );
 }
+
+/// The default cache lives at the project's root, not in whatever subfolder credlint runs from:
+/// beside the credlint.toml in use, else at the top of the git work tree.
+#[test]
+fn the_default_cache_sits_at_the_repository_or_configuration_root() {
+    let dir = common::temp_dir("cache-root");
+    let repo = dir.join("repo");
+    let sub = repo.join("rendered/prod");
+    std::fs::create_dir_all(&sub).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status();
+    if !git.is_ok_and(|s| s.success()) {
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+    }
+    std::fs::copy(
+        common::root().join("fixtures/clean/cache.yaml"),
+        sub.join("cache.yaml"),
+    )
+    .unwrap();
+    let run = |at: &std::path::Path| {
+        let out = common::command()
+            .env_remove("CREDLINT_CACHE_DIR")
+            .env("XDG_STATE_HOME", dir.join("state"))
+            .args(["check", "."])
+            .current_dir(at)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    };
+    run(&sub);
+    assert!(
+        repo.join(".credlint_cache").is_dir(),
+        "at the work tree's top"
+    );
+    assert!(
+        !sub.join(".credlint_cache").exists(),
+        "not in the subfolder"
+    );
+    std::fs::write(repo.join("rendered/credlint.toml"), "fail-on = \"error\"\n").unwrap();
+    run(&sub);
+    assert!(
+        repo.join("rendered/.credlint_cache").is_dir(),
+        "beside the credlint.toml in use"
+    );
+}

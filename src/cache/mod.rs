@@ -552,8 +552,11 @@ fn tracked(dir: &Path) -> Option<String> {
 }
 
 /// Where the cache of a run goes: `--cache-dir`, else `$CREDLINT_CACHE_DIR`, else
-/// `.credlint_cache` in the current folder; `None` with `--no-cache`.
-pub fn folder(flag: Option<&Path>, disabled: bool) -> Option<PathBuf> {
+/// `.credlint_cache` at the project's root: the folder of the credlint.toml in use (`config`),
+/// else the top of the git work tree holding the current folder, else the current folder. So a
+/// run from a subfolder shares the cache of the repository instead of starting one there.
+/// `None` with `--no-cache`.
+pub fn folder(flag: Option<&Path>, disabled: bool, config: Option<&Path>) -> Option<PathBuf> {
     if disabled {
         return None;
     }
@@ -561,8 +564,24 @@ pub fn folder(flag: Option<&Path>, disabled: bool) -> Option<PathBuf> {
     Some(match (flag, variable) {
         (Some(dir), _) => dir.to_path_buf(),
         (None, Some(dir)) => PathBuf::from(dir),
-        (None, None) => PathBuf::from(DEFAULT_DIR),
+        (None, None) => project_root(config).join(DEFAULT_DIR),
     })
+}
+
+/// The folder the default cache lives in (see [`folder`]); `""` (the current folder) when
+/// neither a configuration nor a git work tree says otherwise.
+fn project_root(config: Option<&Path>) -> PathBuf {
+    if let Some(parent) = config.and_then(Path::parent) {
+        return parent.to_path_buf();
+    }
+    // `.git` is a folder in a clone and a file in a linked work tree or a submodule.
+    if let Ok(here) = std::env::current_dir()
+        && let Some(top) = here.ancestors().find(|a| a.join(".git").exists())
+        && top != here
+    {
+        return top.to_path_buf();
+    }
+    PathBuf::new()
 }
 
 #[cfg(test)]

@@ -297,9 +297,13 @@ fn an_entry_reads_back_only_whole_under_its_secret_and_key() {
 
 #[test]
 fn the_folder_comes_from_the_flag_then_the_variable_then_the_default() {
-    assert_eq!(folder(None, true), None);
+    assert_eq!(folder(None, true, None), None);
     assert_eq!(
-        folder(Some(Path::new("x")), false),
+        folder(
+            Some(Path::new("x")),
+            false,
+            Some(Path::new("conf/credlint.toml"))
+        ),
         Some(PathBuf::from("x"))
     );
     // The variable is read by the integration tests, which set it per process.

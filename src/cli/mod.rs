@@ -211,7 +211,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub pre_commit: bool,
     /// Keep what linting each file produced in DIR, and take it from there when the file is
-    /// unchanged [default: $CREDLINT_CACHE_DIR, else .credlint_cache in the current folder].
+    /// unchanged [default: $CREDLINT_CACHE_DIR, else .credlint_cache beside the credlint.toml
+    /// in use, else at the top of the git work tree, else in the current folder].
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// The name to report standard input under, and to match credlint.toml's per-path
@@ -466,11 +467,18 @@ fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> Exit
         exclude: args.exclude.clone(),
         no_inline_ignores: false,
     };
-    let cache_dir = crate::cache::folder(args.cache_dir.as_deref(), args.no_cache);
     let settings = match settings(&args.config, flags) {
         Ok(settings) => settings,
         Err(code) => return code,
     };
+    let cache_dir = crate::cache::folder(
+        args.cache_dir.as_deref(),
+        args.no_cache,
+        settings
+            .config_file
+            .as_ref()
+            .map(|(path, _)| path.as_path()),
+    );
     let policies = match load_policies(&args.policies) {
         Ok(policies) => policies,
         Err(code) => return code,
