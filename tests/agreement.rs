@@ -585,3 +585,87 @@ fn suppressed_findings_are_admitted_by_their_policy() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(accepted > 0);
 }
+
+/// Fields a renderer leaves empty (`hostNetwork:` with nothing after it, `add: null`) are absent
+/// to the cluster: the API server decodes null as unset. Every policy (the linter's CEL, the same
+/// text) decides every fixture object alike with such fields added and without them.
+#[test]
+fn null_fields_are_judged_as_absent() {
+    let set = policies("");
+    let engine = Executor::new(Options::default()).unwrap();
+    let nulls: [&[&str]; 8] = [
+        &["spec", "template", "spec", "hostNetwork"],
+        &["spec", "template", "spec", "hostPID"],
+        &["spec", "template", "spec", "hostIPC"],
+        &[
+            "spec",
+            "template",
+            "spec",
+            "securityContext",
+            "seccompProfile",
+        ],
+        &["spec", "template", "spec", "automountServiceAccountToken"],
+        &["metadata", "labels"],
+        &["spec", "activeDeadlineSeconds"],
+        &["spec", "target"],
+    ];
+    let (mut compared, mut failures) = (0, Vec::new());
+    for (folder, paths) in units() {
+        if !image_of(&folder).is_empty() {
+            continue;
+        }
+        for obj in lint_objects(&engine, &paths) {
+            if obj.refused() {
+                continue;
+            }
+            let plain = node_of(&obj.root);
+            let mut nulled = obj.root.clone();
+            for path in nulls {
+                let (last, parents) = path.split_last().unwrap();
+                let mut at = Some(&mut nulled);
+                for key in parents {
+                    at = at.and_then(|y| y.get_mut(key));
+                }
+                if let Some(parent) = at
+                    && matches!(parent, Y::Map(_))
+                    && parent.get(last).is_none()
+                {
+                    parent.set(last, Y::Null);
+                }
+            }
+            // Every container's optional security fields left empty too.
+            if let Some(containers) = nulled
+                .get_mut("spec")
+                .and_then(|s| s.get_mut("template"))
+                .and_then(|t| t.get_mut("spec"))
+                .and_then(|s| s.get_mut("containers"))
+            {
+                each_map(Some(containers), |c| {
+                    if c.get("securityContext").is_none() {
+                        return;
+                    }
+                    let sc = c.get_mut("securityContext").unwrap();
+                    for key in ["seccompProfile", "privileged", "runAsUser"] {
+                        if matches!(sc, Y::Map(_)) && sc.get(key).is_none() {
+                            sc.set(key, Y::Null);
+                        }
+                    }
+                });
+            }
+            let nulled = node_of(&nulled);
+            for (index, policy) in set.policies.iter().enumerate() {
+                compared += 1;
+                let (a, b) = (decide(&set, index, &plain), decide(&set, index, &nulled));
+                if a.denies() != b.denies() {
+                    failures.push(format!(
+                        "{}: policy {} decides otherwise with empty fields ({b:?} vs {a:?})",
+                        place(&obj),
+                        policy.name
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!("nulls: {compared} verdicts compared with empty fields added");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

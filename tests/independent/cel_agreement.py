@@ -691,6 +691,16 @@ def reference(obj):
     return obj["kind"], namespace, name
 
 
+def as_stored(value):
+    """The object as the API server stores it: a field whose value is null is absent (decoded
+    into a typed object as unset, pruned from a custom resource), which is what admission sees."""
+    if isinstance(value, dict):
+        return {k: as_stored(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [as_stored(v) for v in value]
+    return value
+
+
 def target_of(obj):
     api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
     group, _, version = api_version.rpartition("/")
@@ -702,7 +712,7 @@ def target_of(obj):
         "resource": resource,
         "namespaced": namespaced,
         # The CEL values, made once for all the policies (evaluation does not change them).
-        "object": celpy.json_to_cel(obj),
+        "object": celpy.json_to_cel(as_stored(obj)),
         "request": celpy.json_to_cel({
             "operation": "CREATE",
             "kind": {"group": group, "version": version, "kind": kind},

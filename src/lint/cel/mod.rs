@@ -449,9 +449,14 @@ pub fn to_value(node: &Node) -> Value {
         YValue::Float(f) => Value::Float(*f),
         YValue::Str(s) => Value::String(Arc::new(s.to_string())),
         YValue::Seq(items) => Value::List(Arc::new(items.iter().map(to_value).collect())),
+        // A field whose value is null is absent to the cluster: the API server decodes it into
+        // a typed object as unset (and prunes it from a custom resource whose schema does not
+        // declare it nullable), so admission and the controllers never see it. Helm renders an
+        // unset value so (`hostNetwork:` with nothing after it).
         YValue::Map(entries) => map_value(
             entries
                 .iter()
+                .filter(|e| !e.value.is_null())
                 .map(|e| (Key::from(e.key.as_ref()), to_value(&e.value)))
                 .collect(),
         ),
