@@ -109,16 +109,23 @@ fn named<'d>(index: &HashMap<&str, Vec<&'d Digest>>, name: &str) -> Vec<&'d Dige
     bundles
 }
 
+/// The plan entry of `bundle` for the Secret `name`, with its index in the plan.
+fn planned_entry<'b>(
+    bundle: &'b Digest,
+    name: &str,
+) -> Option<(usize, &'b crate::model::bundle::Planned)> {
+    bundle
+        .secrets
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.name == name)
+}
+
 fn planned_secret(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
     if !may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref()) {
         return;
     }
-    let Some((index, planned)) = bundle
-        .secrets
-        .iter()
-        .enumerate()
-        .find(|(_, s)| s.name == writer.name)
-    else {
+    let Some((index, planned)) = planned_entry(bundle, &writer.name) else {
         return;
     };
     let id = &bundle.id;
@@ -206,12 +213,7 @@ fn controller_writes(
     let WriterKind::Controller(controller) = writer.kind else {
         return;
     };
-    let Some((index, planned)) = bundle
-        .secrets
-        .iter()
-        .enumerate()
-        .find(|(_, s)| s.name == writer.name)
-    else {
+    let Some((index, planned)) = planned_entry(bundle, &writer.name) else {
         return;
     };
     let id = &bundle.id;
