@@ -669,3 +669,62 @@ fn null_fields_are_judged_as_absent() {
     eprintln!("nulls: {compared} verdicts compared with empty fields added");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The policies leave the system namespaces alone (`exempt-namespaces` of credlint.toml, by
+/// default kube-system, kube-public and kube-node-lease): an object every policy would deny in
+/// its own namespace is not even selected there, and any other namespace is judged as before.
+#[test]
+fn exempt_namespaces_are_left_alone_and_others_judged() {
+    let set = policies("");
+    let engine = Executor::new(Options::default()).unwrap();
+    let (mut denied, mut failures) = (0, Vec::new());
+    for (folder, paths) in units() {
+        if !image_of(&folder).is_empty() {
+            continue;
+        }
+        for obj in lint_objects(&engine, &paths) {
+            if obj.refused()
+                || obj
+                    .root
+                    .get("metadata")
+                    .and_then(|m| m.get("namespace"))
+                    .is_none()
+            {
+                continue;
+            }
+            let moved = |namespace: &str| {
+                let mut y = obj.root.clone();
+                y.get_mut("metadata")
+                    .unwrap()
+                    .set("namespace", Y::str(namespace));
+                node_of(&y)
+            };
+            let (system, other) = (moved("kube-system"), moved("payments-eu"));
+            for (index, policy) in set.policies.iter().enumerate() {
+                if !decide(&set, index, &node_of(&obj.root)).denies() {
+                    continue;
+                }
+                denied += 1;
+                if !matches!(decide(&set, index, &system), Verdict::NotMatched) {
+                    failures.push(format!(
+                        "{}: policy {} looks at the object in kube-system",
+                        place(&obj),
+                        policy.name
+                    ));
+                }
+                if !decide(&set, index, &other).denies() {
+                    failures.push(format!(
+                        "{}: policy {} admits the object in another namespace",
+                        place(&obj),
+                        policy.name
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        denied > 0,
+        "no fixture object is denied: the test says nothing"
+    );
+}

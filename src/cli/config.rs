@@ -5,6 +5,7 @@
 //! fail-on = "warning"                  # error (default) | warning
 //! credentials-image = "registry.example/platform/credentials:1.5.0@sha256:..."
 //! exclude = ["charts", "vendor/old"]   # folders not walked
+//! exempt-namespaces = ["kube-system"]  # namespaces the generated policies leave alone
 //!
 //! [rules]
 //! select = ["job-ttl", "role-forbidden-verb"]   # only these (default: all)
@@ -28,6 +29,17 @@ use toml::de::{DeTable, DeValue};
 
 pub const FILE_NAME: &str = "credlint.toml";
 
+/// A namespace's name as the API server accepts it: an RFC 1123 label.
+fn is_dns_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    (1..=63).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
+}
+
 /// The settings as the file writes them; `None` where it says nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Config {
@@ -38,6 +50,8 @@ pub struct Config {
     pub fail_on: Option<Severity>,
     pub credentials_image: Option<String>,
     pub exclude: Option<Vec<String>>,
+    /// Namespaces the generated policies do not look at (`None`: the system namespaces).
+    pub exempt_namespaces: Option<Vec<String>>,
     /// `[rules.pragma-misplaced] scope`: `Some(true)` for `"all"` (every file read),
     /// `Some(false)` for `"bundles"` (the files holding a bundle member, the default).
     pub pragma_everywhere: Option<bool>,
@@ -135,6 +149,7 @@ const TOP_KEYS: &[&str] = &[
     "fail-on",
     "credentials-image",
     "exclude",
+    "exempt-namespaces",
     "per-path",
 ];
 const PER_PATH_KEYS: &[&str] = &["paths", "ignore", "reason"];
@@ -195,6 +210,7 @@ pub fn parse(shown: &str, text: &str) -> Result<Config, Vec<ConfigError>> {
                 }
             }
             "exclude" => config.exclude = reader.exclude(key, value),
+            "exempt-namespaces" => config.exempt_namespaces = reader.namespaces(key, value),
             "per-path" => config.per_path = reader.per_path(value),
             _ => reader.unknown(key, TOP_KEYS, None),
         }
@@ -517,6 +533,32 @@ impl Reader<'_> {
         Some(out)
     }
 
+    /// `exempt-namespaces`: namespace names (DNS labels), as the API server accepts them.
+    fn namespaces(&mut self, key: &Key, value: &Value) -> Option<Vec<String>> {
+        let names = self.strings(key, value, "namespace name")?;
+        let items = value.get_ref().as_array().into_iter().flatten();
+        let spans: Vec<_> = items
+            .filter(|i| i.get_ref().as_str().is_some_and(|s| !s.trim().is_empty()))
+            .map(|i| i.span())
+            .collect();
+        let mut out = Vec::new();
+        for (name, span) in names.into_iter().zip(spans) {
+            if is_dns_label(&name) {
+                out.push(name);
+            } else {
+                self.error(
+                    span,
+                    format!(
+                        "`{}`: `{name}` is no namespace name (lower-case letters, digits and \
+                         `-`, at most 63, starting and ending with a letter or digit)",
+                        key.get_ref()
+                    ),
+                );
+            }
+        }
+        Some(out)
+    }
+
     fn string(&mut self, key: &Key, value: &Value) -> Option<String> {
         match value.get_ref().as_str() {
             Some(s) => Some(s.to_string()),
@@ -559,6 +601,30 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    #[test]
+    fn exempt_namespaces_are_namespace_names() {
+        let config = parse("x", "exempt-namespaces = [\"infra\", \"kube-system\"]\n").unwrap();
+        assert_eq!(
+            config.exempt_namespaces,
+            Some(vec!["infra".to_string(), "kube-system".to_string()])
+        );
+        assert_eq!(
+            parse("x", "exempt-namespaces = []\n")
+                .unwrap()
+                .exempt_namespaces,
+            Some(Vec::new())
+        );
+        let e = errors("\nexempt-namespaces = [\"ok\", \"Kube_System\", \"-x\"]\n");
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(
+            e[0].starts_with(
+                "credlint.toml:2: `exempt-namespaces`: `Kube_System` is no namespace name"
+            ),
+            "{e:?}"
+        );
+        assert!(e[1].contains("`-x` is no namespace name"), "{e:?}");
     }
 
     #[test]

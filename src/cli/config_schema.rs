@@ -89,6 +89,15 @@ pub fn schema() -> Value {
                 "items": {"type": "string", "minLength": 1},
                 "description": "Folders not walked: a name anywhere in the path, or a path from the walked folder."
             },
+            "exempt-namespaces": {
+                "type": "array",
+                "items": {
+                    "type": "string",
+                    "pattern": "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+                    "examples": ["kube-system"]
+                },
+                "description": "Namespaces the generated policies leave alone (default: kube-system, kube-public, kube-node-lease); check still judges every namespace."
+            },
             "rules": {
                 "type": "object",
                 "properties": rules,
@@ -134,6 +143,9 @@ mod tests {
     fn sample(schema: &Value) -> Value {
         if let Some(values) = schema.get("enum").and_then(Value::as_array) {
             return values[0].clone();
+        }
+        if let Some(example) = schema.get("examples").and_then(|e| e.get(0)) {
+            return example.clone();
         }
         if let Some(first) = schema.get("anyOf").and_then(|a| a.get(0)) {
             return sample(first);

@@ -73,6 +73,7 @@ impl PoliciesArgs {
             audit: self.audit,
             credentials_image: settings.credentials_image.clone().unwrap_or_default(),
             severity: settings.severity.clone(),
+            exempt_namespaces: settings.exempt_namespaces.clone(),
         }
     }
 

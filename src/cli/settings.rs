@@ -21,6 +21,8 @@ pub struct Settings {
     pub credentials_image: Option<String>,
     /// Folders not walked.
     pub exclude: Vec<String>,
+    /// Namespaces the generated policies leave alone (`None`: the system namespaces).
+    pub exempt_namespaces: Option<Vec<String>>,
     /// Whether `credlint.io/ignore` annotations are honoured (`--no-inline-ignores` turns off).
     pub inline_ignores: bool,
     /// `pragma-misplaced` searches every file, not only those holding a bundle member.
@@ -40,6 +42,7 @@ impl Default for Settings {
             fail_on: Severity::Error,
             credentials_image: None,
             exclude: Vec::new(),
+            exempt_namespaces: None,
             inline_ignores: true,
             pragma_everywhere: false,
             per_path: Vec::new(),
@@ -151,6 +154,7 @@ impl Settings {
             fail_on: flags.fail_on.or(file.fail_on).unwrap_or(defaults.fail_on),
             credentials_image: flags.credentials_image.or(file.credentials_image),
             exclude: flags.exclude.or(file.exclude).unwrap_or_default(),
+            exempt_namespaces: file.exempt_namespaces,
             inline_ignores: !flags.no_inline_ignores,
             pragma_everywhere: file.pragma_everywhere.unwrap_or(false),
             per_path: file.per_path,

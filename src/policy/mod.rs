@@ -51,9 +51,41 @@ pub struct Options {
     pub credentials_image: String,
     /// Per-rule severities that replace the catalog's (`[rules.severity]` of credlint.toml).
     pub severity: Vec<(String, Severity)>,
+    /// Namespaces no policy looks at (`exempt-namespaces` of credlint.toml); `None`:
+    /// [`SYSTEM_NAMESPACES`].
+    pub exempt_namespaces: Option<Vec<String>>,
 }
 
+/// The namespaces the policies leave alone unless credlint.toml says otherwise: the cluster's
+/// own, where no bundle lives and where a denied update could stop the control plane.
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
 impl Options {
+    /// The namespaces no policy looks at.
+    pub fn exempt(&self) -> Vec<&str> {
+        match &self.exempt_namespaces {
+            Some(names) => names.iter().map(String::as_str).collect(),
+            None => SYSTEM_NAMESPACES.to_vec(),
+        }
+    }
+
+    /// A namespace selector that leaves the exempt namespaces out (`kubernetes.io/metadata.name`
+    /// is set by the API server on every namespace); `None` when none is exempt. A
+    /// cluster-scoped object is never skipped by it.
+    fn namespace_selector(&self) -> Option<Y> {
+        let exempt = self.exempt();
+        (!exempt.is_empty()).then(|| {
+            Y::map([(
+                "matchExpressions",
+                Y::Seq(vec![Y::map([
+                    ("key", Y::str("kubernetes.io/metadata.name")),
+                    ("operator", Y::str("NotIn")),
+                    ("values", Y::strs(exempt)),
+                ])]),
+            )])
+        })
+    }
+
     /// The rule's severity in this generation: the override, else the catalog's.
     pub fn severity(&self, rule: &Rule) -> Severity {
         self.severity
@@ -225,10 +257,12 @@ fn cel_spec(catalog: &Catalog, rule: &Rule, options: &Options) -> Vec<(&'static 
     let Some(object) = &rule.object else {
         return Vec::new();
     };
-    let mut spec = vec![(
-        "matchConstraints",
-        Y::map([("resourceRules", resource_rules(&object.resources))]),
-    )];
+    let mut constraints = Vec::new();
+    if let Some(selector) = options.namespace_selector() {
+        constraints.push(("namespaceSelector", selector));
+    }
+    constraints.push(("resourceRules", resource_rules(&object.resources)));
+    let mut spec = vec![("matchConstraints", Y::map(constraints))];
     spec.push(("matchConditions", Y::Seq(match_conditions(catalog, rule))));
     let variables = variables(rule, options);
     if !variables.is_empty() {
@@ -259,6 +293,19 @@ fn cluster_policy(catalog: &Catalog, rule: &Rule, options: &Options) -> Y {
             )]),
         ),
     ];
+    let exempt = options.exempt();
+    if !exempt.is_empty() {
+        entry.push((
+            "exclude",
+            Y::map([(
+                "any",
+                Y::Seq(vec![Y::map([(
+                    "resources",
+                    Y::map([("namespaces", Y::strs(exempt))]),
+                )])]),
+            )]),
+        ));
+    }
     entry.push(("celPreconditions", Y::Seq(match_conditions(catalog, rule))));
     let mut cel = Vec::new();
     let variables = variables(rule, options);
@@ -369,10 +416,11 @@ fn match_conditions(catalog: &Catalog, rule: &Rule) -> Vec<Y> {
 /// references, managed fields) is admitted whatever the object holds: a controller removing its
 /// finalizer from an object that was non-compliant before the policy arrived must not be
 /// stopped. Labels and annotations count as content (the hook rules and suppressions read them),
-/// so an UPDATE that breaks a compliant object is still judged. `oldObject` is null on CREATE.
-/// (A conditional rather than `||`: cel-python evaluates both sides of `||`, and a macro over a
-/// null `oldObject` would then fail where cel-go never looks.)
-const NOT_METADATA_ONLY: &str = "request.operation == 'UPDATE' && oldObject != null \
+/// so an UPDATE that breaks a compliant object is still judged. `oldObject` is null on CREATE and
+/// set on every UPDATE, so the operation alone guards it. (A conditional rather than `||`:
+/// cel-python evaluates both sides of `||`, and a macro over a null `oldObject` would then fail
+/// where cel-go never looks; and cel-python has no `!=` between a map and null.)
+const NOT_METADATA_ONLY: &str = "request.operation == 'UPDATE' \
 ? !(object.all(k, k == 'metadata' || k == 'status' || (k in oldObject && object[k] == oldObject[k])) \
 && oldObject.all(k, k == 'metadata' || k == 'status' || k in object) \
 && (has(object.metadata.annotations) ? object.metadata.annotations : {}) \

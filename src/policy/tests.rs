@@ -516,3 +516,50 @@ fn a_warning_rule_warns_and_audits_instead_of_denying_in_every_flavor() {
         Y::str("Enforce")
     );
 }
+
+#[test]
+fn every_flavor_leaves_the_exempt_namespaces_alone() {
+    let catalog = Catalog::get();
+    for (exempt, expected) in [
+        (None, SYSTEM_NAMESPACES.to_vec()),
+        (Some(vec!["infra".to_string()]), vec!["infra"]),
+        (Some(Vec::new()), Vec::new()),
+    ] {
+        for flavor in [Flavor::ValidatingPolicy, Flavor::Vap, Flavor::ClusterPolicy] {
+            let options = Options {
+                flavor,
+                exempt_namespaces: exempt.clone(),
+                ..Options::default()
+            };
+            for generated in generate(catalog, &options) {
+                let doc = &read_back(&file_text(&generated))[0];
+                let found: Vec<String> = if flavor == Flavor::ClusterPolicy {
+                    let rule = &seq(at(doc, &["spec", "rules"]))[0];
+                    rule.get("exclude").map_or_else(Vec::new, |e| {
+                        let any = &seq(at(e, &["any"]))[0];
+                        seq(at(any, &["resources", "namespaces"]))
+                            .iter()
+                            .map(|y| y.as_str().unwrap().to_string())
+                            .collect()
+                    })
+                } else {
+                    at(doc, &["spec", "matchConstraints"])
+                        .get("namespaceSelector")
+                        .map_or_else(Vec::new, |s| {
+                            let test = &seq(at(s, &["matchExpressions"]))[0];
+                            assert_eq!(
+                                at(test, &["key"]).as_str(),
+                                Some("kubernetes.io/metadata.name")
+                            );
+                            assert_eq!(at(test, &["operator"]).as_str(), Some("NotIn"));
+                            seq(at(test, &["values"]))
+                                .iter()
+                                .map(|y| y.as_str().unwrap().to_string())
+                                .collect()
+                        })
+                };
+                assert_eq!(found, expected, "{} ({flavor:?})", generated.rule);
+            }
+        }
+    }
+}

@@ -302,13 +302,14 @@ class Policy:
         if self.failure_policy not in ("Fail", "Ignore"):
             raise Unsupported(f"{self.name}: failurePolicy {self.failure_policy!r}")
         constraints = spec.get("matchConstraints") or {}
-        unknown = set(constraints) - {"resourceRules", "matchPolicy"}
+        unknown = set(constraints) - {"resourceRules", "matchPolicy", "namespaceSelector"}
         if unknown:
             raise Unsupported(f"{self.name}: matchConstraints fields {sorted(unknown)}")
         # matchPolicy Equivalent (the default): the same group and resource in another version
         # is converted to a listed version by the API server, so it matches too.
         self.equivalent = constraints.get("matchPolicy", "Equivalent") == "Equivalent"
         self.rules = constraints.get("resourceRules") or []
+        self.namespace_tests = namespace_tests(self.name, constraints.get("namespaceSelector"))
         for rule in self.rules:
             unknown = set(rule) - {"apiGroups", "apiVersions", "resources", "operations", "scope"}
             if unknown:
@@ -332,8 +333,12 @@ class Policy:
             raise Unsupported(f"{self.name}: no validations")
 
     def selects(self, target):
-        """matchConstraints.resourceRules for a CREATE of `target`."""
-        return any(self.rule_selects(rule, target) for rule in self.rules)
+        """matchConstraints.resourceRules for the request of `target` (its operation)."""
+        # A namespace selector never skips a cluster-scoped object (none of these is a Namespace).
+        in_scope = not target["namespaced"] or all(
+            test(target["namespace"]) for test in self.namespace_tests
+        )
+        return in_scope and any(self.rule_selects(rule, target) for rule in self.rules)
 
     def rule_selects(self, rule, target):
         def listed(values, value):
@@ -347,17 +352,17 @@ class Policy:
                 or (self.equivalent and bool(rule.get("apiVersions")))
             )
             and any(r in ("*", "*/*", target["resource"]) for r in rule.get("resources") or [])
-            and listed(rule.get("operations"), "CREATE")
+            and listed(rule.get("operations"), target["operation"])
             and (scope == "*" or (scope == "Namespaced") == target["namespaced"])
         )
 
     def decide(self, target):
-        """('not-selected' | 'admitted' | 'denied', reasons) for the CREATE of `target`."""
+        """('not-selected' | 'admitted' | 'denied', reasons) for the request of `target`."""
         if not self.selects(target):
             return "not-selected", []
         activation = {
             "object": target["object"],
-            "oldObject": None,
+            "oldObject": target["old"],
             "request": target["request"],
         }
         # matchConditions: any false skips the policy; otherwise an error applies failurePolicy.
@@ -384,6 +389,29 @@ class Policy:
             elif not value:
                 reasons.append(f"validation {index} is false: {text}")
         return ("denied", reasons) if reasons else ("admitted", [])
+
+
+def namespace_tests(name, selector):
+    """The tests of a namespace selector on `kubernetes.io/metadata.name` (the label the API
+    server sets on every namespace: the only one a fixture's namespace can be judged by)."""
+    if not selector:
+        return []
+    unknown = set(selector) - {"matchExpressions"}
+    if unknown:
+        raise Unsupported(f"{name}: namespaceSelector fields {sorted(unknown)}")
+    tests = []
+    for expression in selector["matchExpressions"]:
+        if expression.get("key") != "kubernetes.io/metadata.name":
+            raise Unsupported(f"{name}: namespaceSelector on {expression.get('key')!r}")
+        values = set(expression.get("values") or [])
+        operator = expression.get("operator")
+        if operator == "In":
+            tests.append(lambda ns, values=values: ns in values)
+        elif operator == "NotIn":
+            tests.append(lambda ns, values=values: ns not in values)
+        else:
+            raise Unsupported(f"{name}: namespaceSelector operator {operator!r}")
+    return tests
 
 
 def load_policies(credlint, root, image):
@@ -701,7 +729,9 @@ def as_stored(value):
     return value
 
 
-def target_of(obj):
+def target_of(obj, old=None):
+    """The admission request for `obj`: a CREATE, or an UPDATE from `old` when it is given."""
+    operation = "CREATE" if old is None else "UPDATE"
     api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else ""
     group, _, version = api_version.rpartition("/")
     kind, namespace, name = reference(obj)
@@ -711,10 +741,13 @@ def target_of(obj):
         "version": version,
         "resource": resource,
         "namespaced": namespaced,
+        "namespace": namespace or "",
         # The CEL values, made once for all the policies (evaluation does not change them).
+        "operation": operation,
         "object": celpy.json_to_cel(as_stored(obj)),
+        "old": None if old is None else celpy.json_to_cel(as_stored(old)),
         "request": celpy.json_to_cel({
-            "operation": "CREATE",
+            "operation": operation,
             "kind": {"group": group, "version": version, "kind": kind},
             "resource": {"group": group, "version": version, "resource": resource},
             "name": name,
@@ -723,6 +756,18 @@ def target_of(obj):
             "userInfo": {"username": "credlint-independent-check"},
         }),
     }
+
+
+CLEANUP_FINALIZER = "external-secrets.io/externalsecret-cleanup"
+
+
+def with_metadata(obj, key, value):
+    """A copy of `obj` whose metadata holds `value` at `key` (what an older version carried)."""
+    copy = dict(obj)
+    metadata = dict(obj["metadata"]) if isinstance(obj.get("metadata"), dict) else {}
+    metadata[key] = value
+    copy["metadata"] = metadata
+    return copy
 
 
 def describe(obj, span):
@@ -809,7 +854,10 @@ def main(argv):
         return 2
     credlint, root = os.path.abspath(args[0]), os.path.abspath(args[1])
     policy_sets = {}
-    figures = dict(files=0, objects=0, refused=0, verdicts=0, selected=0, denials=0)
+    figures = dict(
+        files=0, objects=0, refused=0, verdicts=0, selected=0, denials=0, updates=0,
+        denied_updates=0,
+    )
     denied_by = {}
     selected_by = {}
     skipped = []
@@ -847,9 +895,31 @@ def main(argv):
                     continue
                 figures["objects"] += 1
                 target = target_of(obj)
+                # Two UPDATEs of the same object: from a version that still carried a
+                # controller's finalizer (metadata only: always admitted), and from a version
+                # with other labels (content: judged as the CREATE is).
+                freed = target_of(obj, with_metadata(obj, "finalizers", [CLEANUP_FINALIZER]))
+                relabelled = target_of(obj, with_metadata(obj, "labels", {"credlint.io/before": "1"}))
                 for policy in policies:
                     figures["verdicts"] += 1
                     verdict, reasons = policy.decide(target)
+                    # The UPDATEs change labels or finalizers only, never which resource the
+                    # object is: a policy whose resource rules skip the CREATE skips them too.
+                    if policy.selects(target):
+                        figures["updates"] += 2
+                        freed_verdict, freed_reasons = policy.decide(freed)
+                        if freed_verdict == "denied":
+                            disagreements.append(
+                                f"{display}: {describe(obj, span)}: policy {policy.name} denies "
+                                f"the removal of a finalizer ({'; '.join(freed_reasons)})"
+                            )
+                        updated, _ = policy.decide(relabelled)
+                        figures["denied_updates"] += updated == "denied"
+                        if (updated == "denied") != (verdict == "denied"):
+                            disagreements.append(
+                                f"{display}: {describe(obj, span)}: policy {policy.name} decides "
+                                f"an UPDATE of the labels {updated}, a CREATE {verdict}"
+                            )
                     if verdict != "not-selected":
                         figures["selected"] += 1
                         selected_by[policy.name] = selected_by.get(policy.name, 0) + 1
@@ -885,6 +955,8 @@ def main(argv):
             )
     if figures["objects"] == 0:
         disagreements.append("no fixture object was evaluated")
+    if figures["denied_updates"] == 0:
+        disagreements.append("no UPDATE was denied: the UPDATE check says nothing")
     print(
         f"independent CEL: {count} policies, {figures['objects']} objects, "
         f"{figures['verdicts']} verdicts, {figures['denials']} denials, "
@@ -895,7 +967,8 @@ def main(argv):
         f"{', '.join(sorted(FUNCTIONS)) or 'none'}; {figures['files']} files read, "
         f"{len(skipped)} left out; {figures['refused']} objects the API server refuses "
         f"(schema) left out; {figures['selected']} verdicts selected the object; "
-        f"{figures.get('unselected_members', 0)} findings on members no policy selects"
+        f"{figures.get('unselected_members', 0)} findings on members no policy selects; "
+        f"{figures['updates']} UPDATE verdicts ({figures['denied_updates']} denied)"
     )
     for line in skipped:
         print(f"  left out: {line}")

@@ -257,11 +257,16 @@ fn selectors_and_exclusions() {
     assert!(decide(&selected, &labelled).denies());
     let system = labelled.replace("namespace: ns", "namespace: kube-system");
     assert_eq!(decide(&selected, &system), Verdict::NotMatched);
+    // Without a namespace the object goes to the destination namespace: a selector that only
+    // leaves namespaces out judges it; one that picks namespaces cannot be decided.
     let nameless = labelled.replace("  namespace: ns\n", "");
+    assert!(decide(&selected, &nameless).denies());
+    let picking = selected.replace("operator: NotIn", "operator: In");
     assert!(matches!(
-        decide(&selected, &nameless),
+        decide(&picking, &nameless),
         Verdict::Undecidable(_)
     ));
+    assert_eq!(decide(&picking, &labelled), Verdict::NotMatched);
     let excluded = POD_POLICY.replace(
         "    resourceRules:",
         "    excludeResourceRules:\n      - {apiGroups: [''], apiVersions: [v1], operations: ['*'], resources: [pods], resourceNames: [p]}\n    resourceRules:",
