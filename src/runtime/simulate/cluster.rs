@@ -225,6 +225,9 @@ pub struct Cluster {
     written_by: BTreeMap<String, String>,
     /// Server-side apply: the field managers of each (Secret, field) an apply set.
     apply_owners: BTreeMap<(String, String), std::collections::BTreeSet<String>>,
+    /// The line of create.py each request was first sent from in this scenario (see
+    /// `server::request_origin`), for findings; bounded like the event log.
+    origins: BTreeMap<String, u32>,
 }
 
 /// Request text kept for the leak check per run: a runaway program cannot fill memory.
@@ -245,6 +248,7 @@ impl Cluster {
             sent_bytes: 0,
             written_by: BTreeMap::new(),
             apply_owners: BTreeMap::new(),
+            origins: BTreeMap::new(),
         }
     }
 
@@ -253,6 +257,19 @@ impl Cluster {
         if self.events.len() < MAX_EVENTS {
             self.events.push(event);
         }
+    }
+
+    /// Notes that `label` was sent from line `line` of create.py. The first line a request
+    /// was sent from in the scenario names it: a program retries from where it first sent.
+    pub fn note_origin(&mut self, label: &str, line: u32) {
+        if self.origins.len() < MAX_EVENTS && !self.origins.contains_key(label) {
+            self.origins.insert(label.to_string(), line);
+        }
+    }
+
+    /// The line of create.py `label` was first sent from in this scenario.
+    pub fn origin(&self, label: &str) -> Option<u32> {
+        self.origins.get(label).copied()
     }
 
     fn next_rv(&mut self) -> u64 {

@@ -387,6 +387,49 @@ def _audit(event, args):
 _sys.addaudithook(_audit)
 "#;
 
+/// The request's origin, appended to the hook as a piece of its own: every request the program
+/// sends through `http.client` (and so `urllib` and the libraries built on it) carries the line
+/// of create.py that sent it (the innermost frame in the program's file), so that a finding
+/// points at that line. The program can forge or drop the header; the server only accepts a
+/// line the program has, and a finding without one points at the `create.py:` key.
+const ORIGIN_HOOK: &str = r#"
+
+# The line of create.py that sent each request, for findings (written by `credlint simulate`).
+def _install_origin():
+    import http.client as _http_client
+    import sys as _osys
+
+    def _origin():
+        path = getattr(_osys.modules.get("__main__"), "__file__", None)
+        frame = _osys._getframe(2)
+        while frame is not None and path is not None:
+            if frame.f_code.co_filename == path:
+                return frame.f_lineno
+            frame = frame.f_back
+        return None
+
+    _endheaders = _http_client.HTTPConnection.endheaders
+
+    def endheaders(self, *args, **kwargs):
+        try:
+            line = _origin()
+            if line is not None:
+                self.putheader(__ORIGIN_HEADER__, str(line))
+        except Exception:
+            pass
+        return _endheaders(self, *args, **kwargs)
+
+    endheaders.__wrapped__ = _endheaders
+    _http_client.HTTPConnection.endheaders = endheaders
+
+
+_install_origin()
+del _install_origin
+"#;
+
+/// The header that carries the line of create.py a request was sent from.
+pub const ORIGIN_HEADER: &str = "X-Credlint-Origin";
+
 /// Writes the service-account files and the hook into `dir`; `ports` are those of the fake
 /// servers on loopback, which the program may connect to.
 pub fn write_environment(
@@ -411,7 +454,9 @@ pub fn write_environment(
         literal(TERMINATION_PATH),
         literal(&log.to_string_lossy())
     );
-    let hook = HOOK
+    let hook = [HOOK, ORIGIN_HOOK]
+        .concat()
+        .replace("__ORIGIN_HEADER__", &literal(ORIGIN_HEADER))
         .replace("__TARGET__", &literal(target))
         .replace("__PREFIXES__", &prefixes)
         .replace("__FILES__", &files)

@@ -547,6 +547,7 @@ impl<'a> Judge<'a> {
             request: request.map(str::to_string),
             message,
             warning: false,
+            origin: None,
         });
     }
 

@@ -1013,6 +1013,7 @@ fn context(rules: Vec<RoleRule>) -> ApiContext {
         namespace: NS.into(),
         user: "system:serviceaccount:shop:x-credentials".into(),
         cluster: Mutex::new(Cluster::new(NS)),
+        script_lines: 1000,
     }
 }
 
