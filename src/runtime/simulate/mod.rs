@@ -211,7 +211,7 @@ pub const RULES: [&str; 13] = [
 ];
 
 /// The scenario ids, in the order they run (f, g and h only for a cache or broker with pods).
-pub const SCENARIOS: [&str; 9] = [
+pub const SCENARIOS: [&str; 10] = [
     scenario::A_EMPTY,
     scenario::B_PARTIAL,
     scenario::C_ADOPT,
@@ -221,6 +221,7 @@ pub const SCENARIOS: [&str; 9] = [
     scenario::G_STILL_WRONG,
     scenario::H_UNCLEAR,
     scenario::I_UNDER_CONTROLLER,
+    scenario::J_SLOW,
 ];
 
 /// Why a simulation could not run at all.

@@ -426,6 +426,23 @@ fn forbidden(ctx: &ApiContext, info: &super::rbac::RequestInfo) -> Response {
     status_error(403, "Forbidden", &message, &info.name, &info.resource)
 }
 
+/// The program's virtual clock as the request reports it (the hook's header: nanoseconds since
+/// the run began), None without a readable one.
+pub fn request_clock(req: &HttpRequest) -> Option<u64> {
+    let name = super::incluster::CLOCK_HEADER.to_ascii_lowercase();
+    let value = req
+        .headers
+        .iter()
+        .rev()
+        .find(|(k, _)| *k == name)?
+        .1
+        .as_str();
+    if value.is_empty() || value.len() > 20 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
 /// Authenticates, authorizes (recording a denial) and hands the request to the cluster.
 pub fn handle_api(ctx: &ApiContext, req: &HttpRequest) -> Response {
     let bearer = req
@@ -438,6 +455,7 @@ pub fn handle_api(ctx: &ApiContext, req: &HttpRequest) -> Response {
     let info = request_info(&req.method, &req.path, &req.query);
     let label = request_label(&req.method, &req.path, &req.query);
     let mut cluster = lock(&ctx.cluster);
+    cluster.advance_clock(request_clock(req));
     if let Some(line) = request_origin(req, ctx.script_lines) {
         cluster.note_origin(&label, line);
     }
