@@ -97,8 +97,10 @@ fn simulate(path: &Path) -> Vec<(String, usize, usize, String)> {
         timeout: std::time::Duration::from_secs(if hangs { 2 } else { 60 }),
         ..Default::default()
     };
-    let (findings, skipped) =
-        credlint::cli::simulate::run(&outcome.bundles, &sim).expect("python3 runs");
+    let (findings, skipped) = credlint::cli::simulate::run(&outcome.bundles, &sim, &|file| {
+        std::fs::read_to_string(&outcome.files[file]).ok()
+    })
+    .expect("python3 runs");
     assert!(skipped.is_empty(), "{}", path.display());
     let mut out: Vec<_> = findings
         .iter()

@@ -252,7 +252,10 @@ fn simulate(case: &Case) -> Vec<String> {
         timeout: std::time::Duration::from_secs(60),
         ..Default::default()
     };
-    let (findings, _) = credlint::cli::simulate::run(&outcome.bundles, &sim).expect("python3 runs");
+    let (findings, _) = credlint::cli::simulate::run(&outcome.bundles, &sim, &|file| {
+        std::fs::read_to_string(&outcome.files[file]).ok()
+    })
+    .expect("python3 runs");
     findings.into_iter().map(|f| f.rule).collect()
 }
 

@@ -844,3 +844,143 @@ fn the_text_report_quotes_a_utf16_file_as_it_was_read() {
     let piped = stdout(&child.wait_with_output().unwrap());
     assert_eq!(piped, utf8.replace("[role.yaml:", "[-:"), "{piped}");
 }
+
+/// A component bundle whose create.py is the reference program with `prefix` run first, and
+/// `credlint simulate` on it writing JSON, SARIF and GitHub reports; returns the rendered
+/// file's text and the three reports.
+fn simulate_prefixed(
+    name: &str,
+    prefix: &str,
+) -> (String, serde_json::Value, serde_json::Value, String) {
+    let dir = common::temp_dir(name);
+    let script = format!(
+        "{prefix}\n{}",
+        std::fs::read_to_string(root().join("fixtures/runtime/create.py")).unwrap()
+    );
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+    let text = spec.render();
+    std::fs::write(dir.join("bundle.yaml"), &text).unwrap();
+    let out = credlint_in(
+        &dir,
+        &[
+            "simulate",
+            "--no-config",
+            "bundle.yaml",
+            "--timeout",
+            "60",
+            "--format",
+            "json",
+            "--output-file",
+            "report.json",
+            "--format",
+            "sarif",
+            "--output-file",
+            "report.sarif",
+            "--format",
+            "github",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let read = |file: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.join(file)).unwrap()).unwrap()
+    };
+    (
+        text,
+        read("report.json"),
+        read("report.sarif"),
+        stdout(&out),
+    )
+}
+
+/// The prefix's foreign write: a POST of a Secret the plan does not name, sent through urllib
+/// from a line of its own; `before` runs first (a forgery of the origin, say).
+fn foreign_write(before: &str) -> String {
+    format!(
+        "import json as _j, os as _o, ssl as _s, urllib.request as _u, http.client as _h\n\
+         _sa = '/var/run/secrets/kubernetes.io/serviceaccount/'\n\
+         _c = _s.create_default_context(cafile=_sa + 'ca.crt')\n\
+         _t = open(_sa + 'token').read()\n\
+         _b = _j.dumps({{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {{'name': 'not-planned'}}}}).encode()\n\
+         _r = _u.Request('https://127.0.0.1:%s/api/v1/namespaces/shop/secrets' % _o.environ['KUBERNETES_SERVICE_PORT'],\n\
+         \x20   data=_b, method='POST', headers={{'Authorization': 'Bearer ' + _t, 'Content-Type': 'application/json'}})\n\
+         {before}\
+         try:\n\
+         \x20   _u.urlopen(_r, context=_c).read()  # FOREIGN\n\
+         except Exception:\n\
+         \x20   pass\n"
+    )
+}
+
+/// (line, column) of `needle` in `text`, 1-based.
+fn place_of(text: &str, needle: &str) -> (usize, usize) {
+    let (i, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle:?} not in the render"));
+    (i + 1, line.find(needle).unwrap() + 1)
+}
+
+#[test]
+fn simulate_places_a_finding_at_the_program_line_that_sent_the_request() {
+    let (text, report, sarif, github) =
+        simulate_prefixed("usability-simulate-origin", &foreign_write(""));
+    let (line, column) = place_of(&text, "_u.urlopen(_r, context=_c).read()  # FOREIGN");
+    let findings = report["findings"].as_array().unwrap();
+    let f = findings
+        .iter()
+        .find(|f| f["rule"] == "runtime-foreign-write")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(
+        (f["line"].clone(), f["column"].clone()),
+        (line.into(), column.into()),
+        "{f}"
+    );
+    assert_eq!(f["object"]["kind"], "ConfigMap");
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let r = results
+        .iter()
+        .find(|r| r["ruleId"] == "runtime-foreign-write")
+        .unwrap_or_else(|| panic!("{sarif}"));
+    let region = &r["locations"][0]["physicalLocation"]["region"];
+    assert_eq!(
+        (region["startLine"].clone(), region["startColumn"].clone()),
+        (line.into(), column.into()),
+        "{r}"
+    );
+    let annotation = github
+        .lines()
+        .find(|l| l.contains("runtime-foreign-write"))
+        .unwrap_or_else(|| panic!("{github}"));
+    assert!(
+        annotation.contains(&format!("line={line},")),
+        "{annotation}"
+    );
+    // Nothing else: the reference program after the prefix passes.
+    assert_eq!(findings.len(), 1, "{report}");
+}
+
+#[test]
+fn a_forged_origin_never_moves_a_finding_out_of_the_program() {
+    // The program drops the hook's header and sends its own: a line past the program's end,
+    // then line 0. Either way the finding is on the `create.py:` key.
+    for forged in ["99999", "0"] {
+        let before = format!(
+            "_h.HTTPConnection.endheaders = _h.HTTPConnection.endheaders.__wrapped__\n\
+             _r.add_header('X-credlint-origin', '{forged}')\n"
+        );
+        let (text, report, _, _) =
+            simulate_prefixed("usability-simulate-forged", &foreign_write(&before));
+        let (key_line, key_column) = place_of(&text, "create.py:");
+        let findings = report["findings"].as_array().unwrap();
+        let f = findings
+            .iter()
+            .find(|f| f["rule"] == "runtime-foreign-write")
+            .unwrap_or_else(|| panic!("{report}"));
+        assert_eq!(
+            (f["line"].clone(), f["column"].clone()),
+            (key_line.into(), key_column.into()),
+            "{forged}: {f}"
+        );
+    }
+}

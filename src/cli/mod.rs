@@ -663,7 +663,8 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
         timeout: std::time::Duration::from_secs(args.timeout),
         confine: true,
     };
-    let simulated = crate::cli::simulate::run(&outcome.bundles, &sim);
+    let simulated =
+        crate::cli::simulate::run(&outcome.bundles, &sim, &|file| texts.read(&outcome, file));
     while crate::runtime::simulate::stopping() {
         // A signal's thread is killing the programs and ends the process: report nothing.
         std::thread::park();

@@ -4,7 +4,9 @@
 
 use crate::lint::catalog::Catalog;
 use crate::lint::checks::Emit;
-use crate::load::source::At;
+use crate::load::block::LiteralBlock;
+use crate::load::source::{At, Loc, Source};
+use crate::load::yaml::Span;
 use crate::model::bundle::{Bundle, Facts, MemberKind};
 use crate::model::{Finding, ObjectRef, Severity};
 use crate::runtime::simulate::{self, RoleRule, SimBundle, SimError, SimOptions};
@@ -52,9 +54,13 @@ pub fn sim_bundle(bundle: &Bundle) -> Result<SimBundle, String> {
 }
 
 /// Simulates every bundle, a few at a time (each run has its own server, port and folder).
+/// `text_of` reads a file of the run by its number: a finding about a request is placed on
+/// the line of create.py that sent it, inside the ConfigMap's literal block (without the
+/// text, or for a program that is not a literal block, on the `create.py:` key).
 pub fn run(
     bundles: &[Bundle],
     options: &SimOptions,
+    text_of: &dyn Fn(usize) -> Option<String>,
 ) -> Result<(Vec<Finding>, Vec<Skipped>), SimError> {
     let catalog = Catalog::get();
     let mut work = Vec::new();
@@ -117,7 +123,12 @@ pub fn run(
             _ => cm.loc,
         };
         let id = bundle.id();
+        let mut lines = ProgramLines::new(script, text_of);
         for group in group(&findings) {
+            let program = group
+                .origin
+                .and_then(|line| lines.place(line))
+                .unwrap_or_else(|| script.into());
             let mut message = group.message.to_string();
             if let Some(request) = group.request
                 && !message.contains(request)
@@ -140,8 +151,8 @@ pub fn run(
             let finding = match node {
                 Some((at, object, _)) => emit
                     .add(group.rule, at, message, Some(&object), Some(&id))
-                    .label(script, "the program sends the request here"),
-                None => emit.add(group.rule, script, message, Some(&cm.object()), Some(&id)),
+                    .label(program, "the program sends the request here"),
+                None => emit.add(group.rule, program, message, Some(&cm.object()), Some(&id)),
             };
             if group.warning {
                 finding.severity = Severity::Warning;
@@ -164,6 +175,8 @@ struct Group<'a> {
     then_fails: usize,
     /// Right only under a platform assumption that does not hold (`SimFinding::warning`).
     warning: bool,
+    /// The line of create.py the request was sent from (of its first occurrence).
+    origin: Option<u32>,
 }
 
 impl Group<'_> {
@@ -226,6 +239,7 @@ fn group(findings: &[simulate::SimFinding]) -> Vec<Group<'_>> {
                 runs: vec![(f.scenario, f.run)],
                 then_fails: 0,
                 warning: f.warning,
+                origin: f.origin,
             }),
         }
     }
@@ -238,6 +252,84 @@ fn group(findings: &[simulate::SimFinding]) -> Vec<Group<'_>> {
 }
 
 const FAILED: &str = "runtime-failed";
+
+/// Where the lines of one bundle's create.py stand in its file, read when first asked for.
+struct ProgramLines<'t> {
+    key: At,
+    text_of: &'t dyn Fn(usize) -> Option<String>,
+    /// The file's text, the literal block and the end of its value; None inside: no block.
+    read: Option<Option<(String, LiteralBlock, usize)>>,
+}
+
+impl<'t> ProgramLines<'t> {
+    fn new(key: At, text_of: &'t dyn Fn(usize) -> Option<String>) -> Self {
+        ProgramLines {
+            key,
+            text_of,
+            read: None,
+        }
+    }
+
+    /// The place of line `line` (1-based) of the program, the whole line after its indentation;
+    /// None when the program is no literal block or the line lies outside it.
+    fn place(&mut self, line: u32) -> Option<Loc> {
+        let key = Loc::from(self.key);
+        if self.read.is_none() {
+            self.read = Some((self.text_of)(key.file).and_then(|text| {
+                let (block, end) = literal_block(&text, key.file, key.span)?;
+                Some((text, block, end))
+            }));
+        }
+        let (text, block, end) = self.read.as_ref()?.as_ref()?;
+        let source = Source::new(key.file, text);
+        let line = usize::try_from(line).ok()?.checked_sub(1)?;
+        let start = block.offset(&source, line, 0)?;
+        // A line past the block (the file changed since it was read) is no place in it.
+        if start >= *end {
+            return None;
+        }
+        let file_line = source.lines.line_of(start);
+        let line_end = source
+            .line_span(file_line)
+            .map_or(start, |s| s.end())
+            .min(*end);
+        // From the statement's first character: the program's own indentation is no part of it.
+        let start = start
+            + text[start..line_end]
+                .bytes()
+                .take_while(|b| matches!(b, b' ' | b'\t'))
+                .count();
+        Some(source.loc(source.snap(Span::new(start, line_end.max(start)))))
+    }
+}
+
+/// The literal block of the ConfigMap value whose `create.py` key lies at `key` in `text`,
+/// and where its value ends.
+fn literal_block(text: &str, file: usize, key: Span) -> Option<(LiteralBlock, usize)> {
+    let range = crate::load::yaml::document_ranges(text)
+        .into_iter()
+        .find(|r| r.contains(&key.start()))?;
+    let source = Source::new(file, text);
+    for parsed in crate::load::yaml::parse_range(text, range) {
+        let crate::load::yaml::Parsed::Document(doc) = parsed else {
+            continue;
+        };
+        let mut objects = Vec::new();
+        crate::model::object::objects(&doc.root, &mut objects);
+        for object in objects.iter().filter(|o| o.kind == "ConfigMap") {
+            let entry = object
+                .root
+                .get("data")
+                .and_then(|d| d.entry("create.py"))
+                .filter(|e| e.key_span == key);
+            if let Some(entry) = entry {
+                let block = LiteralBlock::of(&source, &entry.value)?;
+                return Some((block, entry.value.span.end()));
+            }
+        }
+    }
+    None
+}
 
 /// The path of a request `METHOD /path?query`.
 fn path_of(request: &str) -> Option<&str> {

@@ -9,7 +9,6 @@
 //! Secrets controller and the garbage collector act in `eso`.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
@@ -26,9 +25,9 @@ mod sync;
 #[cfg(test)]
 pub use eso::DELETE_LAG;
 pub use eso::{DATA_HASH, ESO_FINALIZER, MANAGED_LABEL, data_hash};
-#[cfg(test)]
-pub use pods::POD_REPLACED;
 use pods::Pod;
+#[cfg(test)]
+pub use pods::{POD_REPLACED, nanos};
 pub use pods::{PodTemplate, Replacement};
 pub use secrets::secret_values;
 use secrets::strip_secret_data;
@@ -225,7 +224,22 @@ pub struct Cluster {
     written_by: BTreeMap<String, String>,
     /// Server-side apply: the field managers of each (Secret, field) an apply set.
     apply_owners: BTreeMap<(String, String), std::collections::BTreeSet<String>>,
+    /// The line of create.py each request was first sent from in this scenario (see
+    /// `server::request_origin`), for findings; bounded like the event log.
+    origins: BTreeMap<String, u32>,
+    /// Virtual time, in nanoseconds since the scenario began: the program's clock (the
+    /// `sitecustomize` hook's, which its sleeps advance) as its requests report it, added to
+    /// where the run began. It only moves forward. Controllers that wait decide by it.
+    clock: u64,
+    /// `clock` when the current run began: the program's clock starts at 0 in every run.
+    run_base: u64,
 }
+
+/// What a request without a clock header costs in virtual time: a round trip.
+pub const REQUEST_NANOS: u64 = 1_000_000;
+/// How much virtual time passes once the program has exited, before the run is judged: the
+/// controllers finish what its requests started.
+const QUIESCE_NANOS: u64 = 60 * 1_000_000_000;
 
 /// Request text kept for the leak check per run: a runaway program cannot fill memory.
 const MAX_SENT: usize = 16 * 1024 * 1024;
@@ -245,6 +259,9 @@ impl Cluster {
             sent_bytes: 0,
             written_by: BTreeMap::new(),
             apply_owners: BTreeMap::new(),
+            origins: BTreeMap::new(),
+            clock: 0,
+            run_base: 0,
         }
     }
 
@@ -253,6 +270,40 @@ impl Cluster {
         if self.events.len() < MAX_EVENTS {
             self.events.push(event);
         }
+    }
+
+    /// Notes that `label` was sent from line `line` of create.py. The first line a request
+    /// was sent from in the scenario names it: a program retries from where it first sent.
+    pub fn note_origin(&mut self, label: &str, line: u32) {
+        if self.origins.len() < MAX_EVENTS && !self.origins.contains_key(label) {
+            self.origins.insert(label.to_string(), line);
+        }
+    }
+
+    /// The cluster's virtual time now (nanoseconds since the scenario began).
+    pub fn now(&self) -> u64 {
+        self.clock
+    }
+
+    /// A request arrives: `program` is the program's clock as the request reports it
+    /// (nanoseconds since the run began), None when it reports none (a round trip passes). A
+    /// clock that goes back, forged or not, is ignored: time only moves forward.
+    pub fn advance_clock(&mut self, program: Option<u64>) {
+        let to = match program {
+            Some(ns) => self.run_base.saturating_add(ns),
+            None => self.clock.saturating_add(REQUEST_NANOS),
+        };
+        self.clock = self.clock.max(to);
+    }
+
+    /// Lets virtual time pass after the program exited (see [`QUIESCE_NANOS`]).
+    pub fn pass_time(&mut self) {
+        self.clock = self.clock.saturating_add(QUIESCE_NANOS);
+    }
+
+    /// The line of create.py `label` was first sent from in this scenario.
+    pub fn origin(&self, label: &str) -> Option<u32> {
+        self.origins.get(label).copied()
     }
 
     fn next_rv(&mut self) -> u64 {
@@ -267,6 +318,7 @@ impl Cluster {
 
     /// Clears what the judge read from the previous run.
     pub fn start_run(&mut self) {
+        self.run_base = self.clock;
         self.events.clear();
         self.sent_bytes = 0;
     }
@@ -313,7 +365,7 @@ impl Cluster {
     }
 
     pub fn handle(&mut self, req: &ApiRequest<'_>, info: &RequestInfo) -> Response {
-        self.settle(Instant::now());
+        self.settle(self.now());
         if !info.is_resource {
             return match info.path.trim_end_matches('/') {
                 "/version" => Response {

@@ -387,6 +387,128 @@ def _audit(event, args):
 _sys.addaudithook(_audit)
 "#;
 
+/// The program's clock, appended to the hook as a piece of its own (before the origin, so that
+/// the origin's wrapper is the outer one): `time.sleep` returns at once and advances a virtual
+/// clock, which `time.monotonic`, `time.perf_counter` and `time.time` (and their `_ns` forms)
+/// read; every read advances it by a microsecond (a loop that only reads the clock still
+/// ends), every request by a millisecond (a round trip), and every request tells the fake API
+/// server the clock in a header, so its controllers wait in the program's time. A wait costs
+/// no wall time and every verdict is the same on a busy machine. `time.time` starts at
+/// 2026-11-01T00:00:00Z, the fake cluster's own timestamp. A sleep past an hour of virtual time
+/// in one run blocks for real: such a program hangs, and `--timeout` ends it as before.
+const CLOCK_HOOK: &str = r#"
+
+# The program's virtual clock (written by `credlint simulate`).
+def _install_clock():
+    import http.client as _http_client
+    import time as _time
+
+    _real_sleep = _time.sleep
+    _now = [0]  # nanoseconds since the run began; only ever grows
+    _mono0 = 1000 * 10**9
+    _wall0 = 1793491200 * 10**9
+    _LIMIT = 3600 * 10**9  # an hour of sleeping in one run
+
+    def _tick(ns):
+        _now[0] += ns
+        return _now[0]
+
+    def monotonic_ns():
+        return _mono0 + _tick(1000)
+
+    def monotonic():
+        return monotonic_ns() / 1e9
+
+    def time_ns():
+        return _wall0 + _tick(1000)
+
+    def time():
+        return time_ns() / 1e9
+
+    def sleep(secs):
+        if isinstance(secs, (str, bytes, bytearray)) or secs is None:
+            raise TypeError("'%s' object cannot be interpreted as an integer" % type(secs).__name__)
+        seconds = float(secs)
+        if seconds != seconds:
+            raise ValueError("Invalid value NaN (not a number)")
+        if seconds < 0:
+            raise ValueError("sleep length must be non-negative")
+        if _tick(int(min(seconds, 10.0**9) * 10**9)) > _LIMIT:
+            # Past any Job's patience: the run hangs, as it would, until --timeout ends it.
+            while True:
+                _real_sleep(3600)
+        _real_sleep(0)  # let other threads run, as a sleep would
+
+    for _name, _fn in (
+        ("monotonic", monotonic), ("monotonic_ns", monotonic_ns), ("perf_counter", monotonic),
+        ("perf_counter_ns", monotonic_ns), ("time", time), ("time_ns", time_ns), ("sleep", sleep),
+    ):
+        _fn.__name__ = _fn.__qualname__ = _name
+        setattr(_time, _name, _fn)
+
+    _endheaders = _http_client.HTTPConnection.endheaders
+
+    def endheaders(self, *args, **kwargs):
+        try:
+            self.putheader(__CLOCK_HEADER__, str(_tick(10**6)))
+        except Exception:
+            pass
+        return _endheaders(self, *args, **kwargs)
+
+    endheaders.__wrapped__ = _endheaders
+    _http_client.HTTPConnection.endheaders = endheaders
+
+
+_install_clock()
+del _install_clock
+"#;
+
+/// The header that carries the program's virtual clock (nanoseconds since the run began).
+pub const CLOCK_HEADER: &str = "X-Credlint-Clock";
+
+/// The request's origin, appended to the hook as a piece of its own: every request the program
+/// sends through `http.client` (and so `urllib` and the libraries built on it) carries the line
+/// of create.py that sent it (the innermost frame in the program's file), so that a finding
+/// points at that line. The program can forge or drop the header; the server only accepts a
+/// line the program has, and a finding without one points at the `create.py:` key.
+const ORIGIN_HOOK: &str = r#"
+
+# The line of create.py that sent each request, for findings (written by `credlint simulate`).
+def _install_origin():
+    import http.client as _http_client
+    import sys as _osys
+
+    def _origin():
+        path = getattr(_osys.modules.get("__main__"), "__file__", None)
+        frame = _osys._getframe(2)
+        while frame is not None and path is not None:
+            if frame.f_code.co_filename == path:
+                return frame.f_lineno
+            frame = frame.f_back
+        return None
+
+    _endheaders = _http_client.HTTPConnection.endheaders
+
+    def endheaders(self, *args, **kwargs):
+        try:
+            line = _origin()
+            if line is not None:
+                self.putheader(__ORIGIN_HEADER__, str(line))
+        except Exception:
+            pass
+        return _endheaders(self, *args, **kwargs)
+
+    endheaders.__wrapped__ = _endheaders
+    _http_client.HTTPConnection.endheaders = endheaders
+
+
+_install_origin()
+del _install_origin
+"#;
+
+/// The header that carries the line of create.py a request was sent from.
+pub const ORIGIN_HEADER: &str = "X-Credlint-Origin";
+
 /// Writes the service-account files and the hook into `dir`; `ports` are those of the fake
 /// servers on loopback, which the program may connect to.
 pub fn write_environment(
@@ -411,7 +533,10 @@ pub fn write_environment(
         literal(TERMINATION_PATH),
         literal(&log.to_string_lossy())
     );
-    let hook = HOOK
+    let hook = [HOOK, CLOCK_HOOK, ORIGIN_HOOK]
+        .concat()
+        .replace("__CLOCK_HEADER__", &literal(CLOCK_HEADER))
+        .replace("__ORIGIN_HEADER__", &literal(ORIGIN_HEADER))
         .replace("__TARGET__", &literal(target))
         .replace("__PREFIXES__", &prefixes)
         .replace("__FILES__", &files)

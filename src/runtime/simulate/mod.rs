@@ -188,6 +188,9 @@ pub struct SimFinding {
     /// Right only under an assumption about the platform that it does not hold (a tracking
     /// method it does not use): reported as a warning.
     pub warning: bool,
+    /// The line of create.py (1-based) the request was sent from, where the program said so
+    /// and the line exists: the finding's place.
+    pub origin: Option<u32>,
 }
 
 /// The rule ids `simulate` reports.
@@ -208,7 +211,7 @@ pub const RULES: [&str; 13] = [
 ];
 
 /// The scenario ids, in the order they run (f, g and h only for a cache or broker with pods).
-pub const SCENARIOS: [&str; 9] = [
+pub const SCENARIOS: [&str; 10] = [
     scenario::A_EMPTY,
     scenario::B_PARTIAL,
     scenario::C_ADOPT,
@@ -218,6 +221,7 @@ pub const SCENARIOS: [&str; 9] = [
     scenario::G_STILL_WRONG,
     scenario::H_UNCLEAR,
     scenario::I_UNDER_CONTROLLER,
+    scenario::J_SLOW,
 ];
 
 /// Why a simulation could not run at all.
@@ -277,6 +281,7 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
             bundle.namespace, bundle.owner
         ),
         cluster: Mutex::new(Cluster::new(&bundle.namespace)),
+        script_lines: u32::try_from(bundle.script.lines().count()).unwrap_or(u32::MAX),
     });
     let loopback = |e: std::io::Error| SimError::Loopback(e.to_string());
     let api_ctx = Arc::clone(&ctx);
@@ -397,6 +402,15 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
             if outcome.exit == child::Exit::TimedOut {
                 // A killed run leaves no defined state for a second one.
                 break;
+            }
+        }
+        {
+            // Each finding about a request is placed at the line of create.py that sent it.
+            let cluster = lock(&ctx.cluster);
+            for f in &mut judge.findings {
+                if f.origin.is_none() {
+                    f.origin = f.request.as_deref().and_then(|r| cluster.origin(r));
+                }
             }
         }
         findings.extend(judge.findings);

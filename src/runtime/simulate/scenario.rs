@@ -26,6 +26,7 @@ pub const F_REPAIR: &str = "f-repair-wrong-server";
 pub const G_STILL_WRONG: &str = "g-server-still-wrong";
 pub const H_UNCLEAR: &str = "h-unclear-answer";
 pub const I_UNDER_CONTROLLER: &str = "i-adopt-under-controller";
+pub const J_SLOW: &str = "j-slow-controller";
 
 pub const UNAUTHORIZED: &str = "runtime-unauthorized-request";
 pub const VALUE_REWRITTEN: &str = "runtime-value-rewritten";
@@ -218,6 +219,9 @@ pub enum Expect {
     Stop,
     /// Exit 2 after restarting each refusing server once.
     ExitTwo,
+    /// Exit 0 and the ADR's end state, or a non-zero exit that gave up waiting (what it wrote
+    /// before is judged as ever): the slow controller's scenario.
+    SuccessOrGiveUp,
 }
 
 pub struct ScenarioDef {
@@ -246,6 +250,7 @@ pub fn scenarios(with_pods: bool) -> Vec<ScenarioDef> {
         out.push(def(H_UNCLEAR, Expect::Success, false));
     }
     out.push(def(I_UNDER_CONTROLLER, Expect::Success, false));
+    out.push(def(J_SLOW, Expect::SuccessOrGiveUp, false));
     out
 }
 
@@ -325,7 +330,9 @@ pub fn setup(
             }
             start_pods(cluster, templates, PodStart::Current)?;
         }
-        C_ADOPT | D_REMOTE | I_UNDER_CONTROLLER => {
+        C_ADOPT | D_REMOTE | I_UNDER_CONTROLLER | J_SLOW => {
+            // The slow controller: a deletion is not observed while the program runs.
+            cluster.set_slow_controller(id == J_SLOW);
             for g in &plan.retired {
                 cluster.seed_generator(g);
             }
@@ -498,6 +505,9 @@ pub struct Judge<'a> {
     /// Secrets the sync cycle deleted with their values (already reported): the next run
     /// creates them, rightly.
     lost_at_sync: BTreeSet<String>,
+    /// The first run gave up waiting (the slow controller's scenario): the second is the
+    /// first to finish the work, not a forced re-run that must change nothing.
+    gave_up: bool,
 }
 
 /// A value the program created for a planned key (kept in memory only, never printed).
@@ -536,6 +546,7 @@ impl<'a> Judge<'a> {
             findings: Vec::new(),
             generated: Vec::new(),
             lost_at_sync: BTreeSet::new(),
+            gave_up: false,
         }
     }
 
@@ -547,6 +558,7 @@ impl<'a> Judge<'a> {
             request: request.map(str::to_string),
             message,
             warning: false,
+            origin: None,
         });
     }
 
@@ -635,7 +647,10 @@ impl<'a> Judge<'a> {
                 self.push(FAILED, run, None, format!("did not finish within {timeout_text} and was killed; {}", tail()))
             }
             (Exit::Signal(sig), _) => self.push(FAILED, run, None, format!("was killed by signal {sig}; {}", tail())),
-            (Exit::Code(0), Expect::Success) => self.check_end_state(run, cluster),
+            (Exit::Code(0), Expect::Success | Expect::SuccessOrGiveUp) => {
+                self.check_end_state(run, cluster)
+            }
+            (Exit::Code(_), Expect::SuccessOrGiveUp) => self.gave_up = true,
             (Exit::Code(code), Expect::Success) => self.push(
                 FAILED,
                 run,
@@ -666,7 +681,7 @@ impl<'a> Judge<'a> {
                 format!("exited with status {code}; a server that still refuses after its restart makes the program exit 2; {}", tail()),
             ),
         }
-        if run == 2 {
+        if run == 2 && !self.gave_up {
             self.compare_snapshots(run, cluster, before, &ctx.flagged);
         }
     }
@@ -741,7 +756,7 @@ impl<'a> Judge<'a> {
                     ctx.flagged.insert(name.clone());
                     self.push(NEEDLESS_WRITE, run, Some(request), format!(
                         "{verb} of Secret {name} changed nothing: a Secret with nothing to change is not written at all (ADR-072 point 2)"));
-                } else if run == 2 && !self.lost_at_sync.contains(name) {
+                } else if run == 2 && !self.lost_at_sync.contains(name) && !self.gave_up {
                     ctx.flagged.insert(name.clone());
                     self.push(NEEDLESS_WRITE, run, Some(request), format!(
                         "the second run wrote Secret {name} although the first left nothing missing; a forced re-run must not change any resourceVersion (ADR-072 point 2)"));
@@ -955,7 +970,7 @@ impl<'a> Judge<'a> {
                     problems.push(format!("Secret {} lacks planned key {key}", s.name));
                 }
             }
-            if matches!(self.scenario, C_ADOPT | I_UNDER_CONTROLLER) {
+            if matches!(self.scenario, C_ADOPT | I_UNDER_CONTROLLER | J_SLOW) {
                 let meta = &secret["metadata"];
                 let es_owned = meta
                     .get("ownerReferences")
@@ -995,7 +1010,7 @@ impl<'a> Judge<'a> {
                 }
             }
         }
-        if matches!(self.scenario, C_ADOPT | I_UNDER_CONTROLLER) {
+        if matches!(self.scenario, C_ADOPT | I_UNDER_CONTROLLER | J_SLOW) {
             for g in &self.plan.retired {
                 if cluster.generator_exists(g) {
                     problems.push(format!("retired Password generator {g} still exists"));

@@ -354,6 +354,28 @@ pub struct ApiContext {
     /// `system:serviceaccount:<ns>:<owner>-credentials`, for error messages.
     pub user: String,
     pub cluster: Mutex<Cluster>,
+    /// How many lines create.py has: a request's origin must be one of them.
+    pub script_lines: u32,
+}
+
+/// The line of create.py a request says it was sent from (the hook's header, the last one
+/// if the program added its own), when it is a line the program has. The program can set the
+/// header itself, so nothing but a line inside it is accepted: a finding never moves outside
+/// the program, and without a valid line it points at the program as a whole.
+pub fn request_origin(req: &HttpRequest, script_lines: u32) -> Option<u32> {
+    let name = super::incluster::ORIGIN_HEADER.to_ascii_lowercase();
+    let value = req
+        .headers
+        .iter()
+        .rev()
+        .find(|(k, _)| *k == name)?
+        .1
+        .as_str();
+    if value.is_empty() || value.len() > 10 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let line = value.parse::<u32>().ok()?;
+    (1..=script_lines).contains(&line).then_some(line)
 }
 
 /// The request as findings name it: method, path and query, printable and bounded.
@@ -404,6 +426,23 @@ fn forbidden(ctx: &ApiContext, info: &super::rbac::RequestInfo) -> Response {
     status_error(403, "Forbidden", &message, &info.name, &info.resource)
 }
 
+/// The program's virtual clock as the request reports it (the hook's header: nanoseconds since
+/// the run began), None without a readable one.
+pub fn request_clock(req: &HttpRequest) -> Option<u64> {
+    let name = super::incluster::CLOCK_HEADER.to_ascii_lowercase();
+    let value = req
+        .headers
+        .iter()
+        .rev()
+        .find(|(k, _)| *k == name)?
+        .1
+        .as_str();
+    if value.is_empty() || value.len() > 20 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
 /// Authenticates, authorizes (recording a denial) and hands the request to the cluster.
 pub fn handle_api(ctx: &ApiContext, req: &HttpRequest) -> Response {
     let bearer = req
@@ -416,6 +455,10 @@ pub fn handle_api(ctx: &ApiContext, req: &HttpRequest) -> Response {
     let info = request_info(&req.method, &req.path, &req.query);
     let label = request_label(&req.method, &req.path, &req.query);
     let mut cluster = lock(&ctx.cluster);
+    cluster.advance_clock(request_clock(req));
+    if let Some(line) = request_origin(req, ctx.script_lines) {
+        cluster.note_origin(&label, line);
+    }
     let content_type = req.header("content-type").unwrap_or("");
     cluster.record_sent(&label, &info.resource, content_type, &req.body);
     if !authorize(&ctx.rules, &ctx.namespace, &info) {
@@ -529,6 +572,39 @@ mod tests {
         }
         let huge = vec![b'a'; MAX_HEAD + 10];
         assert!(matches!(read(&huge), Err(ReadError::Bad(431, _))));
+    }
+
+    #[test]
+    fn an_origin_is_a_line_of_the_program_or_nothing() {
+        let with = |values: &[&str]| {
+            let mut head = String::from("GET / HTTP/1.1\r\n");
+            for v in values {
+                head.push_str(&format!("X-Credlint-Origin: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let req = read(head.as_bytes()).ok().unwrap();
+            request_origin(&req, 40)
+        };
+        assert_eq!(with(&["12"]), Some(12));
+        assert_eq!(with(&["1"]), Some(1));
+        assert_eq!(with(&["40"]), Some(40));
+        // The hook's header comes last: a program's own earlier one does not win.
+        assert_eq!(with(&["3", "17"]), Some(17));
+        assert_eq!(with(&[]), None);
+        for forged in [
+            "0",
+            "41",
+            "4294967296",
+            "99999999999",
+            "-3",
+            "+3",
+            "3.0",
+            " ",
+            "0x10",
+            "١٢",
+        ] {
+            assert_eq!(with(&[forged]), None, "{forged:?}");
+        }
     }
 
     #[test]

@@ -819,8 +819,8 @@ fn a_hanging_program_is_killed_in_time_and_leaves_nothing_behind() {
     )
     .unwrap();
     let elapsed = started.elapsed();
-    // Six scenarios, one killed run each (a second run after a timeout is skipped).
-    assert_eq!(findings.len(), 6, "{}", describe(&findings));
+    // Seven scenarios, one killed run each (a second run after a timeout is skipped).
+    assert_eq!(findings.len(), 7, "{}", describe(&findings));
     assert!(
         findings.iter().all(
             |f| f.rule == "runtime-failed" && f.message.contains("did not finish within 0.4 s")
@@ -851,7 +851,7 @@ fn a_hanging_program_is_killed_in_time_and_leaves_nothing_behind() {
         pids += usize::from(what == "pid");
     }
     // As root, one more start: the question whether the pod's user can start the interpreter.
-    assert_eq!(pids, 6 + usize::from(unsafe_euid() == 0));
+    assert_eq!(pids, 7 + usize::from(unsafe_euid() == 0));
 }
 
 /// Runs a Python check inside the in-cluster environment, optionally as `nobody`.
@@ -1013,6 +1013,7 @@ fn context(rules: Vec<RoleRule>) -> ApiContext {
         namespace: NS.into(),
         user: "system:serviceaccount:shop:x-credentials".into(),
         cluster: Mutex::new(Cluster::new(NS)),
+        script_lines: 1000,
     }
 }
 
@@ -1042,6 +1043,58 @@ fn call(
     };
     let resp = handle_api(ctx, &req);
     (resp.status, resp.body)
+}
+
+/// A GET that reports the program's clock as the hook does (nanoseconds since the run began).
+fn call_at(ctx: &ApiContext, method: &str, target: &str, clock: Option<u64>) -> (u16, Value) {
+    let mut headers = vec![("authorization".to_string(), "Bearer t".to_string())];
+    if let Some(ns) = clock {
+        headers.push(("x-credlint-clock".into(), ns.to_string()));
+    }
+    let req = HttpRequest {
+        method: method.into(),
+        path: target.into(),
+        query: String::new(),
+        headers,
+        body: Vec::new(),
+        keep_alive: true,
+    };
+    let resp = handle_api(ctx, &req);
+    (resp.status, resp.body)
+}
+
+#[test]
+fn the_cluster_clock_follows_the_program_and_never_goes_back() {
+    let ctx = context(vec![rule(&["*"], &["*"], None, &["*"])]);
+    let get = |clock: Option<u64>| call_at(&ctx, "GET", SECRETS, clock).0;
+    let now = || lock(&ctx.cluster).now();
+    assert_eq!(get(Some(5_000_000_000)), 200);
+    assert_eq!(now(), 5_000_000_000);
+    // Back in time, or unreadable: ignored; without a clock a request is a round trip.
+    assert_eq!(get(Some(1)), 200);
+    assert_eq!(now(), 5_000_000_000);
+    let forged = HttpRequest {
+        method: "GET".into(),
+        path: SECRETS.into(),
+        query: String::new(),
+        headers: vec![
+            ("authorization".into(), "Bearer t".into()),
+            ("x-credlint-clock".into(), "-7".into()),
+        ],
+        body: Vec::new(),
+        keep_alive: true,
+    };
+    assert_eq!(server::request_clock(&forged), None);
+    assert_eq!(get(None), 200);
+    assert_eq!(now(), 5_000_000_000 + cluster::REQUEST_NANOS);
+    // A new run's clock starts at 0 where the last one stopped.
+    lock(&ctx.cluster).start_run();
+    assert_eq!(get(Some(2_000_000_000)), 200);
+    assert_eq!(now(), 7_000_000_000 + cluster::REQUEST_NANOS);
+    assert_eq!(get(Some(u64::MAX)), 200);
+    assert_eq!(now(), u64::MAX);
+    assert_eq!(get(None), 200);
+    assert_eq!(now(), u64::MAX);
 }
 
 const SECRETS: &str = "/api/v1/namespaces/shop/secrets";
@@ -1476,16 +1529,15 @@ fn a_deleted_pod_is_replaced_with_a_new_uid() {
     let (status, deleting) = call(&ctx, "DELETE", pod, "", Value::Null);
     assert_eq!(status, 200);
     assert!(deleting["metadata"].get("deletionTimestamp").is_some());
-    // Terminating, then gone, then replaced: whichever this (possibly slow) thread sees now,
-    // it is never the old pod looking healthy.
-    let (status, between) = call(&ctx, "GET", pod, "", Value::Null);
-    assert!(
-        status == 404
-            || between["metadata"].get("deletionTimestamp").is_some()
-            || between["metadata"]["uid"] != before["metadata"]["uid"]
-    );
+    // Terminating, whatever wall time passes: the cluster waits in the program's time (a
+    // request without a clock is a millisecond of it).
     std::thread::sleep(cluster::POD_REPLACED + Duration::from_millis(10));
-    let (status, after) = call(&ctx, "GET", pod, "", Value::Null);
+    let (status, between) = call(&ctx, "GET", pod, "", Value::Null);
+    assert_eq!(status, 200);
+    assert!(between["metadata"].get("deletionTimestamp").is_some());
+    // The program slept past the replacement: gone, then replaced.
+    let replaced = lock(&ctx.cluster).now() + cluster::nanos(cluster::POD_REPLACED);
+    let (status, after) = call_at(&ctx, "GET", pod, Some(replaced));
     assert_eq!(status, 200);
     assert_ne!(after["metadata"]["uid"], before["metadata"]["uid"]);
     assert_eq!(
@@ -1696,4 +1748,43 @@ fn broken_apply_forced() {
         "{}",
         describe(&findings)
     );
+}
+
+#[test]
+fn broken_gives_up_and_writes() {
+    // Caught only where the controller is slow: elsewhere its patience is enough.
+    let findings = assert_caught("gives-up-and-writes.py");
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.scenario == scenario::J_SLOW && f.message.contains("still exists")),
+        "{}",
+        describe(&findings)
+    );
+}
+
+#[test]
+fn the_program_sleeps_on_a_virtual_clock() {
+    // A thousand seconds of sleep, with --timeout far below it: the clocks move by what the
+    // program slept, no wall time passes, and a negative sleep still fails as Python's does.
+    let prefix = "import time as _t\n\
+        _m, _w, _p, _n = _t.monotonic(), _t.time(), _t.perf_counter(), _t.monotonic_ns()\n\
+        _t.sleep(1000)\n\
+        assert _t.monotonic() - _m >= 1000 and _t.time() - _w >= 1000, 'clock'\n\
+        assert _t.perf_counter() - _p >= 1000 and _t.monotonic_ns() - _n >= 10**12, 'clock'\n\
+        assert _t.time() > 1793491200, 'epoch'\n\
+        try:\n    _t.sleep(-1)\nexcept ValueError:\n    pass\nelse:\n    raise SystemExit(9)\n";
+    let script = format!("{prefix}{}", fixture("create.py"));
+    let started = Instant::now();
+    let findings = simulate(
+        &Case::of("component").bundle(&script),
+        &SimOptions {
+            timeout: Duration::from_secs(20),
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert!(findings.is_empty(), "{}", describe(&findings));
+    // Every scenario's two runs slept 1000 s each; a real sleep would have been killed.
+    assert!(started.elapsed() < Duration::from_secs(300));
 }

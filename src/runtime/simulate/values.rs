@@ -260,6 +260,7 @@ pub fn predictable(plan: &Plan, generated: &[Generated]) -> Vec<SimFinding> {
                 run: g.run,
                 request: None,
                 warning: false,
+            origin: None,
                 message: format!(
                     "the value created for key {} of Secret {} is the one created for key {} of Secret {} in {} (run {}): a value must be new each time it is generated (ADR-072 point 2)",
                     g.key, g.secret, earlier.key, earlier.secret, earlier.scenario, earlier.run
@@ -297,6 +298,7 @@ pub fn predictable(plan: &Plan, generated: &[Generated]) -> Vec<SimFinding> {
             request: None,
             message,
             warning: false,
+            origin: None,
         };
         let n: usize = texts.iter().map(Vec::len).sum();
         let used: BTreeSet<char> = texts.iter().flatten().copied().collect();

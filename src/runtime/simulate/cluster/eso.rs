@@ -90,6 +90,9 @@ pub struct Controller {
     managed: BTreeSet<String>,
     /// Refresh failures already recorded, per (ExternalSecret, trigger).
     failed: BTreeSet<(String, String)>,
+    /// A slow controller: it observes no deletion while the program runs (longer than any
+    /// patience: until the Job's activeDeadlineSeconds ends the pod, or for ever without one).
+    slow: bool,
 }
 
 /// The data-hash annotation the fake controller writes: a digest of the keys and values.
@@ -255,6 +258,11 @@ impl Cluster {
     /// What the controller and the garbage collector do after one program request: the
     /// requeued reconciles and those Secret events started, then the deletions now observed,
     /// then the full cache catches up.
+    /// Makes the controller slow (see [`Controller::slow`]) or not.
+    pub fn set_slow_controller(&mut self, slow: bool) {
+        self.controller.slow = slow;
+    }
+
     pub fn after_request(&mut self) {
         self.controller.tick += 1;
         let later = std::mem::take(&mut self.controller.later);
@@ -276,6 +284,7 @@ impl Cluster {
         let due: Vec<String> = self
             .external_secrets
             .iter()
+            .filter(|_| !self.controller.slow)
             .filter(|(_, es)| es.deletion.as_ref().is_some_and(|d| d.due <= tick))
             .map(|(n, _)| n.clone())
             .collect();
@@ -305,6 +314,10 @@ impl Cluster {
     /// What the controllers finish once the program has exited and time passes: every queued
     /// reconcile runs and every deletion completes (still after the reconciles queued for it).
     pub fn quiesce(&mut self) {
+        self.pass_time();
+        self.settle(self.now());
+        // Once the program is done, even a slow controller gets to the deletions.
+        let slow = std::mem::replace(&mut self.controller.slow, false);
         for _ in 0..2 * (MAX_POSTPONED as usize + 2) {
             let busy = !self.controller.queue.is_empty()
                 || !self.controller.later.is_empty()
@@ -319,6 +332,7 @@ impl Cluster {
             }
             self.after_request();
         }
+        self.controller.slow = slow;
     }
 
     /// One reconcile of ExternalSecret `name`, as the controller sees it (a deletion not yet

@@ -1,8 +1,6 @@
 //! ExternalSecrets (external-secrets.io v1 and v1beta1): seeding, get and list, and the delete
 //! that leaves them to the controller's finalizer with the request's propagation policy.
 
-use std::time::Instant;
-
 use serde_json::{Map, Value, json};
 
 use super::{
@@ -35,7 +33,7 @@ impl Cluster {
     }
 
     pub fn external_secret_exists(&mut self, name: &str) -> bool {
-        self.settle(Instant::now());
+        self.settle(self.now());
         self.external_secrets.contains_key(name)
     }
 

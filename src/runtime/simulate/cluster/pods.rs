@@ -1,7 +1,7 @@
 //! Server pods of a cache or broker: seeding, get, list and delete, and the StatefulSet
 //! controller that starts a replacement once a deleted pod has terminated.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -40,7 +40,8 @@ struct PodInstance {
     rv: u64,
     /// None: not running (its Secret lacked the key when it started).
     password: Option<Vec<u8>>,
-    deleted_at: Option<Instant>,
+    /// The cluster's virtual time of the DELETE (see `Cluster::now`).
+    deleted_at: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -50,7 +51,12 @@ pub struct Pod {
     /// Its server (and its replacement's) answers probes with neither success nor refusal.
     pub unclear: bool,
     instance: Option<PodInstance>,
-    replacement_due: Option<Instant>,
+    replacement_due: Option<u64>,
+}
+
+/// A duration in the cluster's virtual nanoseconds.
+pub fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl Pod {
@@ -90,12 +96,13 @@ impl Cluster {
         );
     }
 
-    /// Applies what finalizers and the StatefulSet controller would have done by `now`.
-    pub fn settle(&mut self, now: Instant) {
+    /// Applies what finalizers and the StatefulSet controller would have done by `now`, the
+    /// cluster's virtual time.
+    pub fn settle(&mut self, now: u64) {
         let mut started = Vec::new();
         for (name, pod) in &mut self.pods {
             if let Some(deleted) = pod.instance.as_ref().and_then(|i| i.deleted_at)
-                && now >= deleted + POD_TERMINATING
+                && now >= deleted.saturating_add(nanos(POD_TERMINATING))
             {
                 pod.instance = None;
             }
@@ -129,14 +136,14 @@ impl Cluster {
     /// The password a pod's server accepts, if it is running, and whether its answers are
     /// unclear (a probe listener asks this).
     pub fn pod_server(&mut self, name: &str) -> Option<(Vec<u8>, bool)> {
-        self.settle(Instant::now());
+        self.settle(self.now());
         let pod = self.pods.get(name)?;
         Some((pod.instance.as_ref()?.password.clone()?, pod.unclear))
     }
 
     /// Whether every running pod accepts the value its Secret holds now.
     pub fn pods_refusing(&mut self) -> Vec<String> {
-        self.settle(Instant::now());
+        self.settle(self.now());
         let mut out = Vec::new();
         for (name, pod) in &self.pods {
             let Some(instance) = &pod.instance else {
@@ -225,14 +232,14 @@ impl Cluster {
                     unclear: self.pods.get(&info.name).is_some_and(|p| p.unclear),
                     terminating: instance.deleted_at.is_some(),
                 });
-                let now = Instant::now();
+                let now = self.now();
                 let mut shown = None;
                 if let Some(pod) = self.pods.get_mut(&info.name)
                     && let Some(i) = pod.instance.as_mut()
                 {
                     if i.deleted_at.is_none() {
                         i.deleted_at = Some(now);
-                        pod.replacement_due = Some(now + POD_REPLACED);
+                        pod.replacement_due = Some(now.saturating_add(nanos(POD_REPLACED)));
                     }
                     let i = i.clone();
                     shown = Some((pod.clone(), i));
