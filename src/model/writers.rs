@@ -23,6 +23,12 @@ pub enum WriterKind {
     Controller(Controller),
     /// A Namespace object: its labels decide which namespaces a selector reaches.
     Namespace,
+    /// A pod-bearing object (`WORKLOADS`): `name` is the ServiceAccount its pods run as, `loc`
+    /// the field that says so (bundle.md section 1, "One identity").
+    Workload,
+    /// A Secret of type `kubernetes.io/service-account-token`: `name` is the ServiceAccount it
+    /// holds a token of, `loc` the annotation that names it.
+    Token,
 }
 
 /// The controllers whose objects write a Secret, beside External Secrets' ExternalSecret and
@@ -162,6 +168,8 @@ pub struct Writer {
     pub labels: Vec<(String, String)>,
     /// Where the written Secret is named, when the writer sits elsewhere (a selector).
     pub target: Option<At>,
+    /// For a RoleBinding whose roleRef is a Role, the Role's name.
+    pub role: Option<String>,
 }
 
 /// Every writer an object is: one for most kinds, one per generate rule or reached namespace
@@ -201,7 +209,67 @@ pub fn writers(obj: &Object, source: &Source) -> Vec<Writer> {
         w.labels = labels;
         return vec![w];
     }
-    writer(obj, source).into_iter().collect()
+    let mut out: Vec<Writer> = writer(obj, source).into_iter().collect();
+    out.extend(workload(obj, source));
+    out.extend(token(obj, source));
+    out
+}
+
+/// The pod-bearing kinds, and where each holds its pod spec.
+const WORKLOADS: &[(&str, &str, &[&str])] = &[
+    ("", "Pod", &["spec"]),
+    ("", "ReplicationController", &["spec", "template", "spec"]),
+    ("apps", "Deployment", &["spec", "template", "spec"]),
+    ("apps", "StatefulSet", &["spec", "template", "spec"]),
+    ("apps", "DaemonSet", &["spec", "template", "spec"]),
+    ("apps", "ReplicaSet", &["spec", "template", "spec"]),
+    ("batch", "Job", &["spec", "template", "spec"]),
+    (
+        "batch",
+        "CronJob",
+        &["spec", "jobTemplate", "spec", "template", "spec"],
+    ),
+];
+
+/// The ServiceAccount a pod-bearing object's pods run as, at the field that names it:
+/// `serviceAccountName`, else the deprecated `serviceAccount` the API server still copies into
+/// it when it is empty. None runs as `default`, which no bundle owns.
+fn workload(obj: &Object, source: &Source) -> Option<Writer> {
+    let (_, _, path) = WORKLOADS
+        .iter()
+        .find(|(group, kind, _)| *group == obj.group() && *kind == obj.kind)?;
+    let pod = obj.root.at(path)?;
+    let (name, node) =
+        text_at(pod, &["serviceAccountName"]).or_else(|| text_at(pod, &["serviceAccount"]))?;
+    Some(plain(
+        WriterKind::Workload,
+        obj,
+        source,
+        name.to_string(),
+        node,
+    ))
+}
+
+/// The annotation that names the ServiceAccount a token Secret is for.
+pub const TOKEN_ACCOUNT: &str = "kubernetes.io/service-account.name";
+
+/// A Secret of type `kubernetes.io/service-account-token`: the token controller fills it with a
+/// long-lived token of the ServiceAccount its annotation names, in the Secret's namespace.
+fn token(obj: &Object, source: &Source) -> Option<Writer> {
+    if (obj.group(), obj.kind) != ("", "Secret")
+        || obj.root.get("type").and_then(Node::as_str)
+            != Some("kubernetes.io/service-account-token")
+    {
+        return None;
+    }
+    let (name, node) = text_at(obj.root, &["metadata", "annotations", TOKEN_ACCOUNT])?;
+    Some(plain(
+        WriterKind::Token,
+        obj,
+        source,
+        name.to_string(),
+        node,
+    ))
 }
 
 /// One kind of object that makes a controller write Secrets: a new kind is one entry here.
@@ -246,6 +314,7 @@ fn plain(kind: WriterKind, obj: &Object, source: &Source, name: String, node: &N
         selector: None,
         labels: Vec::new(),
         target: None,
+        role: None,
     }
 }
 
@@ -416,6 +485,15 @@ pub fn writer(obj: &Object, source: &Source) -> Option<Writer> {
     if name.is_empty() {
         return None;
     }
+    // Only a RoleBinding can grant a Role (a ClusterRoleBinding's roleRef is a ClusterRole).
+    let role = obj
+        .root
+        .get("roleRef")
+        .filter(|r| {
+            kind == WriterKind::RoleBinding && r.get("kind").and_then(Node::as_str) == Some("Role")
+        })
+        .and_then(|r| text_at(r, &["name"]))
+        .map(|(n, _)| n.to_string());
     let subjects = match kind {
         WriterKind::RoleBinding | WriterKind::ClusterRoleBinding => obj
             .root
@@ -446,6 +524,7 @@ pub fn writer(obj: &Object, source: &Source) -> Option<Writer> {
         selector: None,
         labels: Vec::new(),
         target: None,
+        role,
     })
 }
 

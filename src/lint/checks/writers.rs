@@ -1,12 +1,13 @@
 //! One writer, one identity (bundle.md section 1): `secret-rendered`, `eso-targets-planned`,
-//! `writer-rendered`, `plan-shared-secret`, `generator-rendered` and `rbac-extra-binding`, decided once every file is read, from each
-//! bundle's digest and the other writers of the render.
+//! `writer-rendered`, `plan-shared-secret`, `generator-rendered`, `rbac-extra-binding` and
+//! `identity-reused`, decided once every file is read, from each bundle's digest and the other
+//! writers of the render.
 
 use super::Emit;
 use crate::load::source::At;
-use crate::model::Severity;
 use crate::model::bundle::{Bundle, Digest, MemberKind};
-use crate::model::writers::{NAME_LABEL, Writer, WriterKind, holds_account, may_meet};
+use crate::model::writers::{NAME_LABEL, Subject, Writer, WriterKind, holds_account, may_meet};
+use crate::model::{ObjectRef, Severity};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// What the checks compare, gathered while the bundles are checked and dropped.
@@ -17,6 +18,9 @@ pub struct Render {
     /// Where the RoleBindings of every bundle are named: a bundle's own binding, even a second
     /// one, is judged by `rolebinding-wiring` and `bundle-duplicate`, not as another binding.
     pub member_bindings: HashSet<At>,
+    /// The Jobs of every bundle, even a second one: whatever a member Job runs as is
+    /// `job-wiring`'s, not another workload borrowing an identity.
+    pub member_jobs: HashSet<ObjectRef>,
 }
 
 impl Render {
@@ -30,6 +34,9 @@ impl Render {
         {
             self.member_bindings.insert(m.loc);
         }
+        for m in bundle.members.get(&MemberKind::Job).into_iter().flatten() {
+            self.member_jobs.insert(m.object());
+        }
         self.digests.extend(bundle.digest());
     }
 }
@@ -41,6 +48,7 @@ pub fn check(render: &Render, emit: &mut Emit) {
     let mut by_secret: HashMap<&str, Vec<&Digest>> = HashMap::new();
     let mut by_generator: HashMap<&str, Vec<&Digest>> = HashMap::new();
     let mut by_account: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_role: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, bundle) in render.digests.iter().enumerate() {
         for s in &bundle.secrets {
             by_secret.entry(&s.name).or_default().push(bundle);
@@ -49,6 +57,7 @@ pub fn check(render: &Render, emit: &mut Emit) {
             by_generator.entry(&g.name).or_default().push(bundle);
         }
         by_account.entry(&bundle.account).or_default().push(i);
+        by_role.entry(&bundle.role).or_default().push(i);
     }
     shared_secrets(&by_secret, emit);
     // The labels of the Namespace objects the render holds, for selectors.
@@ -74,6 +83,12 @@ pub fn check(render: &Render, emit: &mut Emit) {
                 }
             }
             WriterKind::Namespace => {}
+            WriterKind::Workload if render.member_jobs.contains(&writer.object) => {}
+            WriterKind::Workload | WriterKind::Token => {
+                for &i in by_account.get(writer.name.as_str()).into_iter().flatten() {
+                    borrowed_identity(&render.digests[i], writer, emit);
+                }
+            }
             WriterKind::Password { cluster } => {
                 for bundle in named(&by_generator, &writer.name) {
                     retired_generator(bundle, writer, cluster, emit);
@@ -88,13 +103,17 @@ pub fn check(render: &Render, emit: &mut Emit) {
                     writer
                         .subjects
                         .iter()
-                        .filter_map(|s| by_account.get(s.name.as_str()))
+                        .filter_map(|s| by_account.get(account_named(s)?))
                         .flatten()
                         .copied()
                         .collect()
                 };
                 for i in bundles {
                     extra_binding(&render.digests[i], writer, emit);
+                }
+                let granted = writer.role.as_deref().and_then(|r| by_role.get(r));
+                for &i in granted.into_iter().flatten() {
+                    granted_role(&render.digests[i], writer, emit);
                 }
             }
         }
@@ -345,33 +364,88 @@ fn retired_generator(bundle: &Digest, writer: &Writer, cluster: bool, emit: &mut
     }
 }
 
-fn extra_binding(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
+/// How a subject of a binding names the bundle's ServiceAccount, if it does: as a
+/// ServiceAccount (a subject without a namespace is a RoleBinding's own; a ClusterRoleBinding
+/// has none, so such a subject binds nothing), or as the User name RBAC gives it.
+fn names_account(subject: &Subject, writer: &Writer, bundle: &Digest) -> Option<String> {
     let cluster = writer.kind == WriterKind::ClusterRoleBinding;
+    let account = &bundle.account;
+    match subject.kind.as_str() {
+        "ServiceAccount" => {
+            let namespace = subject.namespace.as_deref().or(if cluster {
+                None
+            } else {
+                writer.namespace.as_deref()
+            });
+            (subject.name == *account
+                && !(cluster && namespace.is_none())
+                && may_meet(namespace, bundle.namespace.as_deref()))
+            .then(|| format!("binds the credentials ServiceAccount `{account}`"))
+        }
+        // RBAC authorizes a ServiceAccount's requests as this user name too.
+        "User" => {
+            let (namespace, name) = subject
+                .name
+                .strip_prefix("system:serviceaccount:")?
+                .split_once(':')?;
+            (name == account && may_meet(Some(namespace), bundle.namespace.as_deref())).then(|| {
+                format!(
+                    "binds the user `{}`, which is how RBAC names the credentials \
+                     ServiceAccount `{account}`",
+                    subject.name
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The account a subject names, by either form, for the index of bundles by account.
+fn account_named(subject: &Subject) -> Option<&str> {
+    match subject.kind.as_str() {
+        "ServiceAccount" => Some(&subject.name),
+        "User" => subject
+            .name
+            .strip_prefix("system:serviceaccount:")?
+            .split_once(':')
+            .map(|(_, name)| name),
+        _ => None,
+    }
+}
+
+/// Whether a RoleBinding grants the bundle's own Role, where the bundle's namespace may be.
+fn grants_role(writer: &Writer, bundle: &Digest) -> bool {
+    writer.role.as_deref() == Some(bundle.role.as_str())
+        && may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref())
+}
+
+fn binding_kind(writer: &Writer) -> &'static str {
+    if writer.kind == WriterKind::ClusterRoleBinding {
+        "ClusterRoleBinding"
+    } else {
+        "RoleBinding"
+    }
+}
+
+fn extra_binding(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
     let id = &bundle.id;
     let account = &bundle.account;
     for subject in &writer.subjects {
         let why = match subject.kind.as_str() {
-            "ServiceAccount" => {
-                // A subject without a namespace is the binding's own; a ClusterRoleBinding has
-                // none, so such a subject binds nothing.
-                let namespace = subject.namespace.as_deref().or(if cluster {
-                    None
-                } else {
-                    writer.namespace.as_deref()
-                });
-                if subject.name != *account
-                    || (cluster && namespace.is_none())
-                    || !may_meet(namespace, bundle.namespace.as_deref())
-                {
-                    continue;
-                }
-                format!("binds the credentials ServiceAccount `{account}`")
+            // A group given the credentials Role itself is `identity-reused`'s.
+            "Group"
+                if holds_account(&subject.name, bundle.namespace.as_deref())
+                    && !grants_role(writer, bundle) =>
+            {
+                format!(
+                    "binds the group `{}`, which holds the credentials ServiceAccount `{account}`",
+                    subject.name
+                )
             }
-            "Group" if holds_account(&subject.name, bundle.namespace.as_deref()) => format!(
-                "binds the group `{}`, which holds the credentials ServiceAccount `{account}`",
-                subject.name
-            ),
-            _ => continue,
+            _ => match names_account(subject, writer, bundle) {
+                Some(why) => why,
+                None => continue,
+            },
         };
         emit.add(
             "rbac-extra-binding",
@@ -380,15 +454,71 @@ fn extra_binding(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
                 "this {} {why} of bundle {id}: it gets rights beyond its Role's (ADR-072 point \
                  5). Remove the subject; the credentials ServiceAccount is bound by its own \
                  RoleBinding only",
-                if cluster {
-                    "ClusterRoleBinding"
-                } else {
-                    "RoleBinding"
-                }
+                binding_kind(writer)
             ),
             Some(&writer.object),
             Some(id),
         )
         .label(bundle.anchor, "the bundle");
     }
+}
+
+/// Another RoleBinding of the credentials Role: every subject but the ServiceAccount itself
+/// (which `rbac-extra-binding` reports) borrows the Job's rights.
+fn granted_role(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
+    if !grants_role(writer, bundle) {
+        return;
+    }
+    let id = &bundle.id;
+    for subject in &writer.subjects {
+        if names_account(subject, writer, bundle).is_some() {
+            continue;
+        }
+        emit.add(
+            "identity-reused",
+            subject.loc,
+            format!(
+                "this RoleBinding grants the credentials Role `{}` of bundle {id} to the {} \
+                 `{}`: it can create Secrets and get and patch the planned ones, the rights \
+                 that are the credentials Job's alone (ADR-072 point 5). Remove the subject, or \
+                 bind a Role of its own",
+                bundle.role, subject.kind, subject.name
+            ),
+            Some(&writer.object),
+            Some(id),
+        )
+        .label(bundle.anchor, "the bundle");
+    }
+}
+
+/// A workload that runs as the credentials ServiceAccount, or a token Secret issued for it.
+fn borrowed_identity(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
+    if !may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref()) {
+        return;
+    }
+    let id = &bundle.id;
+    let account = &bundle.account;
+    let message = if writer.kind == WriterKind::Token {
+        format!(
+            "this Secret holds a long-lived token of `{account}`, the ServiceAccount of the \
+             credentials Job of bundle {id}: whoever reads it has the Job's rights, to create Secrets and \
+             get and patch the planned ones (ADR-072 point 5). Remove it; the Job needs no token \
+             Secret"
+        )
+    } else {
+        format!(
+            "this {} runs as `{account}`, the ServiceAccount of the credentials Job of \
+             bundle {id}: its pods can create Secrets and get and patch the planned ones, rights that are \
+             the Job's alone (ADR-072 point 5). Give it a ServiceAccount of its own",
+            writer.object.kind
+        )
+    };
+    emit.add(
+        "identity-reused",
+        writer.loc,
+        message,
+        Some(&writer.object),
+        Some(id),
+    )
+    .label(bundle.anchor, "the bundle");
 }
