@@ -286,6 +286,7 @@ impl Writer {
                     Controller::ClusterExternalSecret => 0,
                     Controller::KyvernoGenerate => 1,
                     Controller::SealedSecret => 2,
+                    Controller::KyvernoCloneList => 3,
                 });
             }
             WriterKind::Namespace => self.u8(6),
@@ -682,6 +683,7 @@ impl<'b> Reader<'b> {
                 0 => Controller::ClusterExternalSecret,
                 1 => Controller::KyvernoGenerate,
                 2 => Controller::SealedSecret,
+                3 => Controller::KyvernoCloneList,
                 _ => return None,
             }),
             6 => WriterKind::Namespace,

@@ -41,6 +41,10 @@ pub enum Controller {
     KyvernoGenerate,
     /// Bitnami's SealedSecret: the controller unseals it into a Secret.
     SealedSecret,
+    /// A Kyverno `generate` rule's `cloneList`: it copies every Secret of its source namespace
+    /// that its selector matches, under the same name. The writer's `name` is the source
+    /// namespace (empty when a variable gives it), `selector` the Secrets' selector.
+    KyvernoCloneList,
 }
 
 impl Controller {
@@ -49,6 +53,7 @@ impl Controller {
             Controller::ClusterExternalSecret => "ClusterExternalSecret",
             Controller::KyvernoGenerate => "Kyverno generate rule",
             Controller::SealedSecret => "SealedSecret",
+            Controller::KyvernoCloneList => "Kyverno generate rule's cloneList",
         }
     }
 }
@@ -164,7 +169,7 @@ pub struct Writer {
     /// For a ClusterExternalSecret's namespace selector: the namespaces it reaches (the writer's
     /// `namespace` is then unset).
     pub selector: Option<Selector>,
-    /// For a Namespace, its labels as written.
+    /// For a Namespace or a Secret, its labels as written.
     pub labels: Vec<(String, String)>,
     /// Where the written Secret is named, when the writer sits elsewhere (a selector).
     pub target: Option<At>,
@@ -185,19 +190,7 @@ pub fn writers(obj: &Object, source: &Source) -> Vec<Writer> {
         let Some(name) = obj.name.filter(|n| !n.is_empty()) else {
             return Vec::new();
         };
-        let labels = obj
-            .root
-            .at(&["metadata", "labels"])
-            .and_then(Node::as_map)
-            .unwrap_or_default()
-            .iter()
-            .map(|e| {
-                (
-                    e.key.to_string(),
-                    e.value.display_scalar().unwrap_or_default(),
-                )
-            })
-            .collect();
+        let labels = labels_of(obj.root);
         let mut w = plain(
             WriterKind::Namespace,
             obj,
@@ -270,6 +263,21 @@ fn token(obj: &Object, source: &Source) -> Option<Writer> {
         name.to_string(),
         node,
     ))
+}
+
+/// An object's labels as written.
+fn labels_of(root: &Node) -> Vec<(String, String)> {
+    root.at(&["metadata", "labels"])
+        .and_then(Node::as_map)
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            (
+                e.key.to_string(),
+                e.value.display_scalar().unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 /// One kind of object that makes a controller write Secrets: a new kind is one entry here.
@@ -363,6 +371,18 @@ fn kyverno_generate(obj: &Object, source: &Source) -> Vec<Writer> {
                 .unwrap_or_default(),
         );
         for target in targets {
+            let namespace = if cluster {
+                text_at(target, &["namespace"])
+                    .map(|(n, _)| n)
+                    .filter(|n| !n.contains("{{"))
+                    .map(str::to_string)
+            } else {
+                obj.namespace.map(str::to_string)
+            };
+            if let Some(list) = target.get("cloneList") {
+                out.extend(clone_list(obj, source, list, namespace, synchronize));
+                continue;
+            }
             let kind = target.get("kind").and_then(Node::as_str);
             let version = target
                 .get("apiVersion")
@@ -378,14 +398,6 @@ fn kyverno_generate(obj: &Object, source: &Source) -> Vec<Writer> {
             else {
                 continue;
             };
-            let namespace = if cluster {
-                text_at(target, &["namespace"])
-                    .map(|(n, _)| n)
-                    .filter(|n| !n.contains("{{"))
-                    .map(str::to_string)
-            } else {
-                obj.namespace.map(str::to_string)
-            };
             let mut w = plain(
                 WriterKind::Controller(Controller::KyvernoGenerate),
                 obj,
@@ -399,6 +411,39 @@ fn kyverno_generate(obj: &Object, source: &Source) -> Vec<Writer> {
         }
     }
     out
+}
+
+/// A `cloneList` that copies Secrets (its `kinds` name `v1/Secret`, or `Secret`) from its
+/// source namespace into `namespace` (the rule's target; `None` when a variable gives it).
+fn clone_list(
+    obj: &Object,
+    source: &Source,
+    list: &Node,
+    namespace: Option<String>,
+    synchronize: bool,
+) -> Option<Writer> {
+    let secrets = list
+        .get("kinds")
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .any(|k| matches!(k.as_str(), Some("Secret" | "v1/Secret")));
+    if !secrets {
+        return None;
+    }
+    let from = text_at(list, &["namespace"])
+        .map(|(n, _)| n)
+        .filter(|n| !n.contains("{{"))
+        .unwrap_or("");
+    let kind = WriterKind::Controller(Controller::KyvernoCloneList);
+    let mut w = plain(kind, obj, source, from.to_string(), list);
+    w.namespace = namespace;
+    w.generated = synchronize;
+    // Without a selector it clones every Secret of the namespace.
+    let selector = list.get("selector").filter(|n| !n.is_null());
+    w.selector = Some(selector.map(Selector::read).unwrap_or_default());
+    w.target = selector.map(|n| source.at(n.span));
+    Some(w)
 }
 
 /// A ClusterExternalSecret creates an ExternalSecret in each namespace its list names and each
@@ -513,6 +558,12 @@ pub fn writer(obj: &Object, source: &Source) -> Option<Writer> {
             .collect(),
         _ => Vec::new(),
     };
+    // A Secret's labels decide which clone lists copy it.
+    let labels = if kind == WriterKind::Secret {
+        labels_of(obj.root)
+    } else {
+        Vec::new()
+    };
     Some(Writer {
         kind,
         object: obj.reference(),
@@ -522,7 +573,7 @@ pub fn writer(obj: &Object, source: &Source) -> Option<Writer> {
         generated,
         subjects,
         selector: None,
-        labels: Vec::new(),
+        labels,
         target: None,
         role,
     })

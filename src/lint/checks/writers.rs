@@ -6,7 +6,9 @@
 use super::Emit;
 use crate::load::source::At;
 use crate::model::bundle::{Bundle, Digest, MemberKind};
-use crate::model::writers::{NAME_LABEL, Subject, Writer, WriterKind, holds_account, may_meet};
+use crate::model::writers::{
+    Controller, NAME_LABEL, Subject, Writer, WriterKind, holds_account, may_meet,
+};
 use crate::model::{ObjectRef, Severity};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -67,6 +69,15 @@ pub fn check(render: &Render, emit: &mut Emit) {
         .filter(|w| w.kind == WriterKind::Namespace)
         .map(|w| (w.name.as_str(), w))
         .collect();
+    // The Secrets the render holds, by name, for the clone lists that copy them.
+    let mut secrets: HashMap<&str, Vec<&Writer>> = HashMap::new();
+    for w in render
+        .writers
+        .iter()
+        .filter(|w| w.kind == WriterKind::Secret)
+    {
+        secrets.entry(&w.name).or_default().push(w);
+    }
     for writer in &render.writers {
         if render.member_bindings.contains(&writer.loc) {
             continue;
@@ -75,6 +86,12 @@ pub fn check(render: &Render, emit: &mut Emit) {
             WriterKind::Secret | WriterKind::ExternalSecret => {
                 for bundle in named(&by_secret, &writer.name) {
                     planned_secret(bundle, writer, emit);
+                }
+            }
+            WriterKind::Controller(Controller::KyvernoCloneList) => {
+                // A clone list names no Secret: it meets every bundle (there are few).
+                for bundle in &render.digests {
+                    cloned(bundle, writer, &secrets, emit);
                 }
             }
             WriterKind::Controller(_) => {
@@ -278,6 +295,93 @@ fn controller_writes(
     }
     if let Some(loc) = planned.loc {
         finding.label(loc, "planned here");
+    }
+}
+
+/// A Kyverno clone list that copies Secrets into the bundle's namespace: it writes a planned
+/// Secret when its source namespace holds one of that name that its selector matches. The
+/// render decides it only where it holds that Secret; elsewhere the finding is a warning.
+fn cloned(
+    bundle: &Digest,
+    writer: &Writer,
+    secrets: &HashMap<&str, Vec<&Writer>>,
+    emit: &mut Emit,
+) {
+    if !may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref()) {
+        return;
+    }
+    let id = &bundle.id;
+    let from = writer.name.as_str();
+    let selector = writer.selector.clone().unwrap_or_default();
+    let how = if writer.generated {
+        ", and it synchronizes: it rewrites the copy whenever the source changes"
+    } else {
+        ""
+    };
+    let mut undecided = Vec::new();
+    for (index, planned) in bundle.secrets.iter().enumerate() {
+        let held: Vec<&&Writer> = secrets
+            .get(planned.name.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|s| !from.is_empty() && s.namespace.as_deref() == Some(from))
+            .collect();
+        let verdicts: Vec<Option<bool>> =
+            held.iter().map(|s| selector.selects(&s.labels)).collect();
+        if let Some(source) = held
+            .iter()
+            .zip(&verdicts)
+            .find(|(_, v)| **v == Some(true))
+            .map(|(s, _)| s)
+        {
+            let name = &planned.name;
+            let finding = emit.add(
+                "writer-rendered",
+                writer.loc,
+                format!(
+                    "this Kyverno generate rule's cloneList copies the Secret `{name}` of \
+                     namespace `{from}` into the namespace of bundle {id}, which plans it \
+                     (plan.json `secrets[{index}]`){how}: two writers of one Secret, and the \
+                     generated value is replaced (ADR-072 points 2 and 8). Make the selector \
+                     leave it out, or remove the cloneList"
+                ),
+                Some(&writer.object),
+                Some(id),
+            );
+            finding.label(source.loc, "the Secret it copies");
+            if let Some(loc) = planned.loc {
+                finding.label(loc, "planned here");
+            }
+        } else if held.is_empty() || verdicts.contains(&None) {
+            undecided.push(format!("`{}`", planned.name));
+        }
+    }
+    if undecided.is_empty() {
+        return;
+    }
+    let source = if from.is_empty() {
+        "a namespace a variable gives".to_string()
+    } else {
+        format!("namespace `{from}`")
+    };
+    let finding = emit.add(
+        "writer-rendered",
+        writer.loc,
+        format!(
+            "this Kyverno generate rule's cloneList copies the Secrets of {source} that its \
+             selector matches into the namespace of bundle {id}, under their own names{how}; \
+             the render does not hold the source Secrets named like the planned {}, so whether \
+             it writes one of them cannot be decided (ADR-072 points 2 and 8). Make the \
+             selector exclude the planned Secrets, or keep the cloneList out of the bundle's \
+             namespace",
+            undecided.join(", ")
+        ),
+        Some(&writer.object),
+        Some(id),
+    );
+    finding.severity = Severity::Warning;
+    if let Some(target) = writer.target {
+        finding.label(target, "the selector");
     }
 }
 
