@@ -269,6 +269,7 @@ impl Writer {
             selector,
             labels,
             target,
+            role,
         } = x;
         match kind {
             WriterKind::Secret => self.u8(0),
@@ -285,9 +286,12 @@ impl Writer {
                     Controller::ClusterExternalSecret => 0,
                     Controller::KyvernoGenerate => 1,
                     Controller::SealedSecret => 2,
+                    Controller::KyvernoCloneList => 3,
                 });
             }
             WriterKind::Namespace => self.u8(6),
+            WriterKind::Workload => self.u8(7),
+            WriterKind::Token => self.u8(8),
         }
         self.object(object);
         self.opt(namespace, |w, n| w.str(n));
@@ -325,6 +329,7 @@ impl Writer {
         });
         pairs(self, labels);
         self.opt(target, |w, t| w.at(t));
+        self.opt(role, |w, r| w.str(r));
     }
 
     fn role_rule(&mut self, r: &RoleRule) {
@@ -678,9 +683,12 @@ impl<'b> Reader<'b> {
                 0 => Controller::ClusterExternalSecret,
                 1 => Controller::KyvernoGenerate,
                 2 => Controller::SealedSecret,
+                3 => Controller::KyvernoCloneList,
                 _ => return None,
             }),
             6 => WriterKind::Namespace,
+            7 => WriterKind::Workload,
+            8 => WriterKind::Token,
             _ => return None,
         };
         let pairs = |r: &mut Self| r.seq(|r| Some((r.string()?, r.string()?)));
@@ -713,6 +721,7 @@ impl<'b> Reader<'b> {
             })?,
             labels: pairs(self)?,
             target: self.opt(Reader::at)?,
+            role: self.opt(Reader::string)?,
         })
     }
 

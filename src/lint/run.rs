@@ -159,6 +159,7 @@ impl<'l> Run<'l> {
         let part = settled.render;
         self.render.digests.extend(part.digests);
         self.render.member_bindings.extend(part.member_bindings);
+        self.render.member_jobs.extend(part.member_jobs);
         self.render.writers.extend(part.writers);
     }
 
@@ -167,8 +168,14 @@ impl<'l> Run<'l> {
         if self.in_marked(&d.member.loc) {
             self.touched.insert(d.bundle.clone());
         }
-        if d.member.kind == MemberKind::RoleBinding {
-            self.render.member_bindings.insert(d.member.loc);
+        match d.member.kind {
+            MemberKind::RoleBinding => {
+                self.render.member_bindings.insert(d.member.loc);
+            }
+            MemberKind::Job => {
+                self.render.member_jobs.insert(d.member.object());
+            }
+            _ => {}
         }
         let id = d.bundle;
         let mut emit = Emit::new(self.linter.catalog);

@@ -108,6 +108,8 @@ pub struct Digest {
     pub generators: Vec<Planned>,
     /// The ServiceAccount the Job runs as: the bundle's own.
     pub account: String,
+    /// The bundle's Role: the rights no other subject may be granted.
+    pub role: String,
     /// The member findings about the whole bundle point at.
     pub anchor: At,
 }
@@ -297,6 +299,7 @@ impl Bundle {
             secrets,
             generators,
             account: self.name_of(MemberKind::ServiceAccount),
+            role: self.name_of(MemberKind::Role),
             anchor,
         })
     }

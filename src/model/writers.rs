@@ -23,6 +23,12 @@ pub enum WriterKind {
     Controller(Controller),
     /// A Namespace object: its labels decide which namespaces a selector reaches.
     Namespace,
+    /// A pod-bearing object (`WORKLOADS`): `name` is the ServiceAccount its pods run as, `loc`
+    /// the field that says so (bundle.md section 1, "One identity").
+    Workload,
+    /// A Secret of type `kubernetes.io/service-account-token`: `name` is the ServiceAccount it
+    /// holds a token of, `loc` the annotation that names it.
+    Token,
 }
 
 /// The controllers whose objects write a Secret, beside External Secrets' ExternalSecret and
@@ -35,6 +41,10 @@ pub enum Controller {
     KyvernoGenerate,
     /// Bitnami's SealedSecret: the controller unseals it into a Secret.
     SealedSecret,
+    /// A Kyverno `generate` rule's `cloneList`: it copies every Secret of its source namespace
+    /// that its selector matches, under the same name. The writer's `name` is the source
+    /// namespace (empty when a variable gives it), `selector` the Secrets' selector.
+    KyvernoCloneList,
 }
 
 impl Controller {
@@ -43,6 +53,7 @@ impl Controller {
             Controller::ClusterExternalSecret => "ClusterExternalSecret",
             Controller::KyvernoGenerate => "Kyverno generate rule",
             Controller::SealedSecret => "SealedSecret",
+            Controller::KyvernoCloneList => "Kyverno generate rule's cloneList",
         }
     }
 }
@@ -158,10 +169,12 @@ pub struct Writer {
     /// For a ClusterExternalSecret's namespace selector: the namespaces it reaches (the writer's
     /// `namespace` is then unset).
     pub selector: Option<Selector>,
-    /// For a Namespace, its labels as written.
+    /// For a Namespace or a Secret, its labels as written.
     pub labels: Vec<(String, String)>,
     /// Where the written Secret is named, when the writer sits elsewhere (a selector).
     pub target: Option<At>,
+    /// For a RoleBinding whose roleRef is a Role, the Role's name.
+    pub role: Option<String>,
 }
 
 /// Every writer an object is: one for most kinds, one per generate rule or reached namespace
@@ -177,19 +190,7 @@ pub fn writers(obj: &Object, source: &Source) -> Vec<Writer> {
         let Some(name) = obj.name.filter(|n| !n.is_empty()) else {
             return Vec::new();
         };
-        let labels = obj
-            .root
-            .at(&["metadata", "labels"])
-            .and_then(Node::as_map)
-            .unwrap_or_default()
-            .iter()
-            .map(|e| {
-                (
-                    e.key.to_string(),
-                    e.value.display_scalar().unwrap_or_default(),
-                )
-            })
-            .collect();
+        let labels = labels_of(obj.root);
         let mut w = plain(
             WriterKind::Namespace,
             obj,
@@ -201,7 +202,82 @@ pub fn writers(obj: &Object, source: &Source) -> Vec<Writer> {
         w.labels = labels;
         return vec![w];
     }
-    writer(obj, source).into_iter().collect()
+    let mut out: Vec<Writer> = writer(obj, source).into_iter().collect();
+    out.extend(workload(obj, source));
+    out.extend(token(obj, source));
+    out
+}
+
+/// The pod-bearing kinds, and where each holds its pod spec.
+const WORKLOADS: &[(&str, &str, &[&str])] = &[
+    ("", "Pod", &["spec"]),
+    ("", "ReplicationController", &["spec", "template", "spec"]),
+    ("apps", "Deployment", &["spec", "template", "spec"]),
+    ("apps", "StatefulSet", &["spec", "template", "spec"]),
+    ("apps", "DaemonSet", &["spec", "template", "spec"]),
+    ("apps", "ReplicaSet", &["spec", "template", "spec"]),
+    ("batch", "Job", &["spec", "template", "spec"]),
+    (
+        "batch",
+        "CronJob",
+        &["spec", "jobTemplate", "spec", "template", "spec"],
+    ),
+];
+
+/// The ServiceAccount a pod-bearing object's pods run as, at the field that names it:
+/// `serviceAccountName`, else the deprecated `serviceAccount` the API server still copies into
+/// it when it is empty. None runs as `default`, which no bundle owns.
+fn workload(obj: &Object, source: &Source) -> Option<Writer> {
+    let (_, _, path) = WORKLOADS
+        .iter()
+        .find(|(group, kind, _)| *group == obj.group() && *kind == obj.kind)?;
+    let pod = obj.root.at(path)?;
+    let (name, node) =
+        text_at(pod, &["serviceAccountName"]).or_else(|| text_at(pod, &["serviceAccount"]))?;
+    Some(plain(
+        WriterKind::Workload,
+        obj,
+        source,
+        name.to_string(),
+        node,
+    ))
+}
+
+/// The annotation that names the ServiceAccount a token Secret is for.
+pub const TOKEN_ACCOUNT: &str = "kubernetes.io/service-account.name";
+
+/// A Secret of type `kubernetes.io/service-account-token`: the token controller fills it with a
+/// long-lived token of the ServiceAccount its annotation names, in the Secret's namespace.
+fn token(obj: &Object, source: &Source) -> Option<Writer> {
+    if (obj.group(), obj.kind) != ("", "Secret")
+        || obj.root.get("type").and_then(Node::as_str)
+            != Some("kubernetes.io/service-account-token")
+    {
+        return None;
+    }
+    let (name, node) = text_at(obj.root, &["metadata", "annotations", TOKEN_ACCOUNT])?;
+    Some(plain(
+        WriterKind::Token,
+        obj,
+        source,
+        name.to_string(),
+        node,
+    ))
+}
+
+/// An object's labels as written.
+fn labels_of(root: &Node) -> Vec<(String, String)> {
+    root.at(&["metadata", "labels"])
+        .and_then(Node::as_map)
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            (
+                e.key.to_string(),
+                e.value.display_scalar().unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 /// One kind of object that makes a controller write Secrets: a new kind is one entry here.
@@ -246,6 +322,7 @@ fn plain(kind: WriterKind, obj: &Object, source: &Source, name: String, node: &N
         selector: None,
         labels: Vec::new(),
         target: None,
+        role: None,
     }
 }
 
@@ -294,6 +371,18 @@ fn kyverno_generate(obj: &Object, source: &Source) -> Vec<Writer> {
                 .unwrap_or_default(),
         );
         for target in targets {
+            let namespace = if cluster {
+                text_at(target, &["namespace"])
+                    .map(|(n, _)| n)
+                    .filter(|n| !n.contains("{{"))
+                    .map(str::to_string)
+            } else {
+                obj.namespace.map(str::to_string)
+            };
+            if let Some(list) = target.get("cloneList") {
+                out.extend(clone_list(obj, source, list, namespace, synchronize));
+                continue;
+            }
             let kind = target.get("kind").and_then(Node::as_str);
             let version = target
                 .get("apiVersion")
@@ -309,14 +398,6 @@ fn kyverno_generate(obj: &Object, source: &Source) -> Vec<Writer> {
             else {
                 continue;
             };
-            let namespace = if cluster {
-                text_at(target, &["namespace"])
-                    .map(|(n, _)| n)
-                    .filter(|n| !n.contains("{{"))
-                    .map(str::to_string)
-            } else {
-                obj.namespace.map(str::to_string)
-            };
             let mut w = plain(
                 WriterKind::Controller(Controller::KyvernoGenerate),
                 obj,
@@ -330,6 +411,39 @@ fn kyverno_generate(obj: &Object, source: &Source) -> Vec<Writer> {
         }
     }
     out
+}
+
+/// A `cloneList` that copies Secrets (its `kinds` name `v1/Secret`, or `Secret`) from its
+/// source namespace into `namespace` (the rule's target; `None` when a variable gives it).
+fn clone_list(
+    obj: &Object,
+    source: &Source,
+    list: &Node,
+    namespace: Option<String>,
+    synchronize: bool,
+) -> Option<Writer> {
+    let secrets = list
+        .get("kinds")
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .any(|k| matches!(k.as_str(), Some("Secret" | "v1/Secret")));
+    if !secrets {
+        return None;
+    }
+    let from = text_at(list, &["namespace"])
+        .map(|(n, _)| n)
+        .filter(|n| !n.contains("{{"))
+        .unwrap_or("");
+    let kind = WriterKind::Controller(Controller::KyvernoCloneList);
+    let mut w = plain(kind, obj, source, from.to_string(), list);
+    w.namespace = namespace;
+    w.generated = synchronize;
+    // Without a selector it clones every Secret of the namespace.
+    let selector = list.get("selector").filter(|n| !n.is_null());
+    w.selector = Some(selector.map(Selector::read).unwrap_or_default());
+    w.target = selector.map(|n| source.at(n.span));
+    Some(w)
 }
 
 /// A ClusterExternalSecret creates an ExternalSecret in each namespace its list names and each
@@ -416,6 +530,15 @@ pub fn writer(obj: &Object, source: &Source) -> Option<Writer> {
     if name.is_empty() {
         return None;
     }
+    // Only a RoleBinding can grant a Role (a ClusterRoleBinding's roleRef is a ClusterRole).
+    let role = obj
+        .root
+        .get("roleRef")
+        .filter(|r| {
+            kind == WriterKind::RoleBinding && r.get("kind").and_then(Node::as_str) == Some("Role")
+        })
+        .and_then(|r| text_at(r, &["name"]))
+        .map(|(n, _)| n.to_string());
     let subjects = match kind {
         WriterKind::RoleBinding | WriterKind::ClusterRoleBinding => obj
             .root
@@ -435,6 +558,12 @@ pub fn writer(obj: &Object, source: &Source) -> Option<Writer> {
             .collect(),
         _ => Vec::new(),
     };
+    // A Secret's labels decide which clone lists copy it.
+    let labels = if kind == WriterKind::Secret {
+        labels_of(obj.root)
+    } else {
+        Vec::new()
+    };
     Some(Writer {
         kind,
         object: obj.reference(),
@@ -444,8 +573,9 @@ pub fn writer(obj: &Object, source: &Source) -> Option<Writer> {
         generated,
         subjects,
         selector: None,
-        labels: Vec::new(),
+        labels,
         target: None,
+        role,
     })
 }
 

@@ -216,6 +216,10 @@ pub const FAMILIES: &[Family] = &[
         ..family("rbac-extra-binding")
     },
     Family {
+        objects: Some(identity_reused),
+        ..family("identity-reused")
+    },
+    Family {
         objects: Some(plan_holds_value),
         ..family("plan-holds-value")
     },
@@ -1320,10 +1324,15 @@ fn generator_rendered(c: &mut dyn Choices, draft: &mut Draft) {
 fn rbac_extra_binding(c: &mut dyn Choices, draft: &mut Draft) {
     let account = format!("{}-credentials", draft.bundle.spec.owner);
     let namespace = draft.bundle.spec.namespace.clone();
-    let subject = match c.below(3) {
+    let subject = match c.below(4) {
         0 if draft.bundle.namespaced => {
             json!({"kind": "ServiceAccount", "name": account, "namespace": namespace})
         }
+        // The name RBAC authorizes the ServiceAccount's requests under.
+        3 if draft.bundle.namespaced => json!({
+            "kind": "User", "apiGroup": "rbac.authorization.k8s.io",
+            "name": format!("system:serviceaccount:{namespace}:{account}")
+        }),
         1 if draft.bundle.namespaced => json!({
             "kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
             "name": format!("system:serviceaccounts:{namespace}")
@@ -1353,6 +1362,47 @@ fn rbac_extra_binding(c: &mut dyn Choices, draft: &mut Draft) {
         rb
     };
     draft.others.push(binding);
+}
+
+fn identity_reused(c: &mut dyn Choices, draft: &mut Draft) {
+    let account = format!("{}-credentials", draft.bundle.spec.owner);
+    let obj = match c.below(3) {
+        0 => {
+            let kind = *c.pick(&["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"]);
+            let field = *c.pick(&["serviceAccountName", "serviceAccount"]);
+            let mut pod = json!({"containers": [{"name": "app", "image": "busybox:1.36"}]});
+            pod[field] = json!(account);
+            let mut w = beside(draft, "apps/v1", kind, "storefront");
+            w["spec"] = json!({
+                "selector": {"matchLabels": {"app": "storefront"}},
+                "template": {"metadata": {"labels": {"app": "storefront"}}, "spec": pod}
+            });
+            w
+        }
+        1 => {
+            let mut secret = beside(draft, "v1", "Secret", "borrowed-token");
+            secret["type"] = json!("kubernetes.io/service-account-token");
+            secret["metadata"]["annotations"] =
+                json!({"kubernetes.io/service-account.name": account});
+            secret
+        }
+        _ => {
+            let mut rb = beside(
+                draft,
+                "rbac.authorization.k8s.io/v1",
+                "RoleBinding",
+                "borrowed-rights",
+            );
+            rb["roleRef"] = json!({
+                "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account
+            });
+            rb["subjects"] = json!([{
+                "kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice@example.org"
+            }]);
+            rb
+        }
+    };
+    draft.others.push(obj);
 }
 
 fn plan_holds_value(c: &mut dyn Choices, draft: &mut Draft) {

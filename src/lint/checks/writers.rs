@@ -1,12 +1,15 @@
 //! One writer, one identity (bundle.md section 1): `secret-rendered`, `eso-targets-planned`,
-//! `writer-rendered`, `plan-shared-secret`, `generator-rendered` and `rbac-extra-binding`, decided once every file is read, from each
-//! bundle's digest and the other writers of the render.
+//! `writer-rendered`, `plan-shared-secret`, `generator-rendered`, `rbac-extra-binding` and
+//! `identity-reused`, decided once every file is read, from each bundle's digest and the other
+//! writers of the render.
 
 use super::Emit;
 use crate::load::source::At;
-use crate::model::Severity;
 use crate::model::bundle::{Bundle, Digest, MemberKind};
-use crate::model::writers::{NAME_LABEL, Writer, WriterKind, holds_account, may_meet};
+use crate::model::writers::{
+    Controller, NAME_LABEL, Subject, Writer, WriterKind, holds_account, may_meet,
+};
+use crate::model::{ObjectRef, Severity};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// What the checks compare, gathered while the bundles are checked and dropped.
@@ -17,6 +20,9 @@ pub struct Render {
     /// Where the RoleBindings of every bundle are named: a bundle's own binding, even a second
     /// one, is judged by `rolebinding-wiring` and `bundle-duplicate`, not as another binding.
     pub member_bindings: HashSet<At>,
+    /// The Jobs of every bundle, even a second one: whatever a member Job runs as is
+    /// `job-wiring`'s, not another workload borrowing an identity.
+    pub member_jobs: HashSet<ObjectRef>,
 }
 
 impl Render {
@@ -30,6 +36,9 @@ impl Render {
         {
             self.member_bindings.insert(m.loc);
         }
+        for m in bundle.members.get(&MemberKind::Job).into_iter().flatten() {
+            self.member_jobs.insert(m.object());
+        }
         self.digests.extend(bundle.digest());
     }
 }
@@ -41,6 +50,7 @@ pub fn check(render: &Render, emit: &mut Emit) {
     let mut by_secret: HashMap<&str, Vec<&Digest>> = HashMap::new();
     let mut by_generator: HashMap<&str, Vec<&Digest>> = HashMap::new();
     let mut by_account: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_role: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, bundle) in render.digests.iter().enumerate() {
         for s in &bundle.secrets {
             by_secret.entry(&s.name).or_default().push(bundle);
@@ -49,6 +59,7 @@ pub fn check(render: &Render, emit: &mut Emit) {
             by_generator.entry(&g.name).or_default().push(bundle);
         }
         by_account.entry(&bundle.account).or_default().push(i);
+        by_role.entry(&bundle.role).or_default().push(i);
     }
     shared_secrets(&by_secret, emit);
     // The labels of the Namespace objects the render holds, for selectors.
@@ -58,6 +69,15 @@ pub fn check(render: &Render, emit: &mut Emit) {
         .filter(|w| w.kind == WriterKind::Namespace)
         .map(|w| (w.name.as_str(), w))
         .collect();
+    // The Secrets the render holds, by name, for the clone lists that copy them.
+    let mut secrets: HashMap<&str, Vec<&Writer>> = HashMap::new();
+    for w in render
+        .writers
+        .iter()
+        .filter(|w| w.kind == WriterKind::Secret)
+    {
+        secrets.entry(&w.name).or_default().push(w);
+    }
     for writer in &render.writers {
         if render.member_bindings.contains(&writer.loc) {
             continue;
@@ -68,12 +88,24 @@ pub fn check(render: &Render, emit: &mut Emit) {
                     planned_secret(bundle, writer, emit);
                 }
             }
+            WriterKind::Controller(Controller::KyvernoCloneList) => {
+                // A clone list names no Secret: it meets every bundle (there are few).
+                for bundle in &render.digests {
+                    cloned(bundle, writer, &secrets, emit);
+                }
+            }
             WriterKind::Controller(_) => {
                 for bundle in named(&by_secret, &writer.name) {
                     controller_writes(bundle, writer, &namespaces, emit);
                 }
             }
             WriterKind::Namespace => {}
+            WriterKind::Workload if render.member_jobs.contains(&writer.object) => {}
+            WriterKind::Workload | WriterKind::Token => {
+                for &i in by_account.get(writer.name.as_str()).into_iter().flatten() {
+                    borrowed_identity(&render.digests[i], writer, emit);
+                }
+            }
             WriterKind::Password { cluster } => {
                 for bundle in named(&by_generator, &writer.name) {
                     retired_generator(bundle, writer, cluster, emit);
@@ -88,13 +120,17 @@ pub fn check(render: &Render, emit: &mut Emit) {
                     writer
                         .subjects
                         .iter()
-                        .filter_map(|s| by_account.get(s.name.as_str()))
+                        .filter_map(|s| by_account.get(account_named(s)?))
                         .flatten()
                         .copied()
                         .collect()
                 };
                 for i in bundles {
                     extra_binding(&render.digests[i], writer, emit);
+                }
+                let granted = writer.role.as_deref().and_then(|r| by_role.get(r));
+                for &i in granted.into_iter().flatten() {
+                    granted_role(&render.digests[i], writer, emit);
                 }
             }
         }
@@ -262,6 +298,93 @@ fn controller_writes(
     }
 }
 
+/// A Kyverno clone list that copies Secrets into the bundle's namespace: it writes a planned
+/// Secret when its source namespace holds one of that name that its selector matches. The
+/// render decides it only where it holds that Secret; elsewhere the finding is a warning.
+fn cloned(
+    bundle: &Digest,
+    writer: &Writer,
+    secrets: &HashMap<&str, Vec<&Writer>>,
+    emit: &mut Emit,
+) {
+    if !may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref()) {
+        return;
+    }
+    let id = &bundle.id;
+    let from = writer.name.as_str();
+    let selector = writer.selector.clone().unwrap_or_default();
+    let how = if writer.generated {
+        ", and it synchronizes: it rewrites the copy whenever the source changes"
+    } else {
+        ""
+    };
+    let mut undecided = Vec::new();
+    for (index, planned) in bundle.secrets.iter().enumerate() {
+        let held: Vec<&&Writer> = secrets
+            .get(planned.name.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|s| !from.is_empty() && s.namespace.as_deref() == Some(from))
+            .collect();
+        let verdicts: Vec<Option<bool>> =
+            held.iter().map(|s| selector.selects(&s.labels)).collect();
+        if let Some(source) = held
+            .iter()
+            .zip(&verdicts)
+            .find(|(_, v)| **v == Some(true))
+            .map(|(s, _)| s)
+        {
+            let name = &planned.name;
+            let finding = emit.add(
+                "writer-rendered",
+                writer.loc,
+                format!(
+                    "this Kyverno generate rule's cloneList copies the Secret `{name}` of \
+                     namespace `{from}` into the namespace of bundle {id}, which plans it \
+                     (plan.json `secrets[{index}]`){how}: two writers of one Secret, and the \
+                     generated value is replaced (ADR-072 points 2 and 8). Make the selector \
+                     leave it out, or remove the cloneList"
+                ),
+                Some(&writer.object),
+                Some(id),
+            );
+            finding.label(source.loc, "the Secret it copies");
+            if let Some(loc) = planned.loc {
+                finding.label(loc, "planned here");
+            }
+        } else if held.is_empty() || verdicts.contains(&None) {
+            undecided.push(format!("`{}`", planned.name));
+        }
+    }
+    if undecided.is_empty() {
+        return;
+    }
+    let source = if from.is_empty() {
+        "a namespace a variable gives".to_string()
+    } else {
+        format!("namespace `{from}`")
+    };
+    let finding = emit.add(
+        "writer-rendered",
+        writer.loc,
+        format!(
+            "this Kyverno generate rule's cloneList copies the Secrets of {source} that its \
+             selector matches into the namespace of bundle {id}, under their own names{how}; \
+             the render does not hold the source Secrets named like the planned {}, so whether \
+             it writes one of them cannot be decided (ADR-072 points 2 and 8). Make the \
+             selector exclude the planned Secrets, or keep the cloneList out of the bundle's \
+             namespace",
+            undecided.join(", ")
+        ),
+        Some(&writer.object),
+        Some(id),
+    );
+    finding.severity = Severity::Warning;
+    if let Some(target) = writer.target {
+        finding.label(target, "the selector");
+    }
+}
+
 /// Two bundles that plan one Secret where their namespaces may meet: two Jobs write it.
 fn shared_secrets(by_secret: &HashMap<&str, Vec<&Digest>>, emit: &mut Emit) {
     let mut names: Vec<&&str> = by_secret.keys().collect();
@@ -345,33 +468,88 @@ fn retired_generator(bundle: &Digest, writer: &Writer, cluster: bool, emit: &mut
     }
 }
 
-fn extra_binding(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
+/// How a subject of a binding names the bundle's ServiceAccount, if it does: as a
+/// ServiceAccount (a subject without a namespace is a RoleBinding's own; a ClusterRoleBinding
+/// has none, so such a subject binds nothing), or as the User name RBAC gives it.
+fn names_account(subject: &Subject, writer: &Writer, bundle: &Digest) -> Option<String> {
     let cluster = writer.kind == WriterKind::ClusterRoleBinding;
+    let account = &bundle.account;
+    match subject.kind.as_str() {
+        "ServiceAccount" => {
+            let namespace = subject.namespace.as_deref().or(if cluster {
+                None
+            } else {
+                writer.namespace.as_deref()
+            });
+            (subject.name == *account
+                && !(cluster && namespace.is_none())
+                && may_meet(namespace, bundle.namespace.as_deref()))
+            .then(|| format!("binds the credentials ServiceAccount `{account}`"))
+        }
+        // RBAC authorizes a ServiceAccount's requests as this user name too.
+        "User" => {
+            let (namespace, name) = subject
+                .name
+                .strip_prefix("system:serviceaccount:")?
+                .split_once(':')?;
+            (name == account && may_meet(Some(namespace), bundle.namespace.as_deref())).then(|| {
+                format!(
+                    "binds the user `{}`, which is how RBAC names the credentials \
+                     ServiceAccount `{account}`",
+                    subject.name
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The account a subject names, by either form, for the index of bundles by account.
+fn account_named(subject: &Subject) -> Option<&str> {
+    match subject.kind.as_str() {
+        "ServiceAccount" => Some(&subject.name),
+        "User" => subject
+            .name
+            .strip_prefix("system:serviceaccount:")?
+            .split_once(':')
+            .map(|(_, name)| name),
+        _ => None,
+    }
+}
+
+/// Whether a RoleBinding grants the bundle's own Role, where the bundle's namespace may be.
+fn grants_role(writer: &Writer, bundle: &Digest) -> bool {
+    writer.role.as_deref() == Some(bundle.role.as_str())
+        && may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref())
+}
+
+fn binding_kind(writer: &Writer) -> &'static str {
+    if writer.kind == WriterKind::ClusterRoleBinding {
+        "ClusterRoleBinding"
+    } else {
+        "RoleBinding"
+    }
+}
+
+fn extra_binding(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
     let id = &bundle.id;
     let account = &bundle.account;
     for subject in &writer.subjects {
         let why = match subject.kind.as_str() {
-            "ServiceAccount" => {
-                // A subject without a namespace is the binding's own; a ClusterRoleBinding has
-                // none, so such a subject binds nothing.
-                let namespace = subject.namespace.as_deref().or(if cluster {
-                    None
-                } else {
-                    writer.namespace.as_deref()
-                });
-                if subject.name != *account
-                    || (cluster && namespace.is_none())
-                    || !may_meet(namespace, bundle.namespace.as_deref())
-                {
-                    continue;
-                }
-                format!("binds the credentials ServiceAccount `{account}`")
+            // A group given the credentials Role itself is `identity-reused`'s.
+            "Group"
+                if holds_account(&subject.name, bundle.namespace.as_deref())
+                    && !grants_role(writer, bundle) =>
+            {
+                format!(
+                    "binds the group `{}`, which holds the credentials ServiceAccount `{account}`",
+                    subject.name
+                )
             }
-            "Group" if holds_account(&subject.name, bundle.namespace.as_deref()) => format!(
-                "binds the group `{}`, which holds the credentials ServiceAccount `{account}`",
-                subject.name
-            ),
-            _ => continue,
+            _ => match names_account(subject, writer, bundle) {
+                Some(why) => why,
+                None => continue,
+            },
         };
         emit.add(
             "rbac-extra-binding",
@@ -380,15 +558,71 @@ fn extra_binding(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
                 "this {} {why} of bundle {id}: it gets rights beyond its Role's (ADR-072 point \
                  5). Remove the subject; the credentials ServiceAccount is bound by its own \
                  RoleBinding only",
-                if cluster {
-                    "ClusterRoleBinding"
-                } else {
-                    "RoleBinding"
-                }
+                binding_kind(writer)
             ),
             Some(&writer.object),
             Some(id),
         )
         .label(bundle.anchor, "the bundle");
     }
+}
+
+/// Another RoleBinding of the credentials Role: every subject but the ServiceAccount itself
+/// (which `rbac-extra-binding` reports) borrows the Job's rights.
+fn granted_role(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
+    if !grants_role(writer, bundle) {
+        return;
+    }
+    let id = &bundle.id;
+    for subject in &writer.subjects {
+        if names_account(subject, writer, bundle).is_some() {
+            continue;
+        }
+        emit.add(
+            "identity-reused",
+            subject.loc,
+            format!(
+                "this RoleBinding grants the credentials Role `{}` of bundle {id} to the {} \
+                 `{}`: it can create Secrets and get and patch the planned ones, the rights \
+                 that are the credentials Job's alone (ADR-072 point 5). Remove the subject, or \
+                 bind a Role of its own",
+                bundle.role, subject.kind, subject.name
+            ),
+            Some(&writer.object),
+            Some(id),
+        )
+        .label(bundle.anchor, "the bundle");
+    }
+}
+
+/// A workload that runs as the credentials ServiceAccount, or a token Secret issued for it.
+fn borrowed_identity(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
+    if !may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref()) {
+        return;
+    }
+    let id = &bundle.id;
+    let account = &bundle.account;
+    let message = if writer.kind == WriterKind::Token {
+        format!(
+            "this Secret holds a long-lived token of `{account}`, the ServiceAccount of the \
+             credentials Job of bundle {id}: whoever reads it has the Job's rights, to create Secrets and \
+             get and patch the planned ones (ADR-072 point 5). Remove it; the Job needs no token \
+             Secret"
+        )
+    } else {
+        format!(
+            "this {} runs as `{account}`, the ServiceAccount of the credentials Job of \
+             bundle {id}: its pods can create Secrets and get and patch the planned ones, rights that are \
+             the Job's alone (ADR-072 point 5). Give it a ServiceAccount of its own",
+            writer.object.kind
+        )
+    };
+    emit.add(
+        "identity-reused",
+        writer.loc,
+        message,
+        Some(&writer.object),
+        Some(id),
+    )
+    .label(bundle.anchor, "the bundle");
 }
