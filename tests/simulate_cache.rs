@@ -239,6 +239,26 @@ fn an_entry_follows_its_bundle_and_a_change_is_simulated_again() {
     );
     assert_eq!(from_cache(&other), 0, "{}", stderr(&other));
     same("timeout", &other, &fresh);
+
+    // Another interpreter file, or the same one changed in place, is another simulation.
+    let wrapper = dir.join("python");
+    let write = |text: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(&wrapper, text).unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write("#!/bin/sh\nexec python3 \"$@\"\n");
+    let python = wrapper.to_str().unwrap();
+    let args = [moved, "--format", "json", "--python", python];
+    let out = simulate(&state, Some(&cache), &args);
+    assert_eq!(from_cache(&out), 0, "{}", stderr(&out));
+    same("wrapper", &out, &fresh);
+    let out = simulate(&state, Some(&cache), &args);
+    assert_eq!(from_cache(&out), 1, "{}", stderr(&out));
+    write("#!/bin/sh\n# upgraded\nexec python3 \"$@\"\n");
+    let out = simulate(&state, Some(&cache), &args);
+    assert_eq!(from_cache(&out), 0, "{}", stderr(&out));
+    same("changed wrapper", &out, &fresh);
 }
 
 #[test]

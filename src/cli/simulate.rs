@@ -12,7 +12,7 @@ use crate::model::outcome::Simulation;
 use crate::model::{Finding, ObjectRef, Severity};
 use crate::runtime::simulate::{self, RoleRule, SimBundle, SimError, SimOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -137,21 +137,40 @@ fn environment(python: &Path) -> Result<String, String> {
     let Some(said) = said.filter(|s| s.lines().count() >= 3) else {
         return Err(format!("{} did not say what it is", python.display()));
     };
-    let executable = said.lines().next().unwrap_or_default();
-    let meta =
-        std::fs::metadata(executable).map_err(|e| format!("cannot stat {executable}: {e}"))?;
+    let executable = PathBuf::from(said.lines().next().unwrap_or_default());
+    if std::fs::metadata(&executable).is_err() {
+        return Err(format!("cannot find {}", executable.display()));
+    }
+    // The interpreter a run starts is not always the one credlint's user starts: run as the
+    // pod's user, a bare name may resolve past a folder closed to that user (a version
+    // manager under /root) to the next one on PATH. So every file the name can resolve to
+    // counts, and an upgrade of any is a new key.
+    let mut files = vec![executable];
+    if python.components().count() == 1 {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        files.extend(std::env::split_paths(&path).map(|dir| dir.join(python)));
+    } else {
+        files.push(python.to_path_buf());
+    }
+    let mut identity = String::new();
+    for file in files {
+        if let Ok(meta) = std::fs::metadata(&file) {
+            let real = std::fs::canonicalize(&file).unwrap_or(file);
+            identity.push_str(&format!(
+                "{} {} {} {} {} {}\n",
+                real.display(),
+                meta.dev(),
+                meta.ino(),
+                meta.size(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+            ));
+        }
+    }
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
-    Ok(format!(
-        "{said}\n{} {} {} {} {}\n{euid}\n{}",
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        kernel.trim()
-    ))
+    Ok(format!("{said}\n{identity}{euid}\n{}", kernel.trim()))
 }
 
 /// What of a bundle beside [`SimBundle`] a pod would see: the Job's image, command and
