@@ -2,6 +2,7 @@
 """credlint's benchmark: whole runs of the release binary, timed from outside.
 
     python3 bench/run.py [--runs 5] [--sizes 1000,4000] [--dir DIR]
+    python3 bench/run.py --simulate [--runs 5]
 
 Builds the release binary and the corpus generator, writes a corpus per size (one file per
 owner in split/, everything in all.yaml), and for each size, layout and thread count (1, 2)
@@ -13,7 +14,8 @@ tree: warm with nothing changed, warm with one file changed before each run, and
 with that one changed file. Then: one 10-object file as a pre-commit hook sees it (process start
 included; cold and warm), how time grows from 1,000 to 4,000 bundles, and what a diagnostic near
 the end of the largest file costs to render. It prints markdown tables and checks the figures
-against the targets of issues 6 and 16.
+against the targets of issues 6 and 16. `--simulate` instead times `simulate fixtures/clean`
+cold and warm against issue 32's targets.
 
 Timings on a shared machine are noisy: run it on an idle one and read the medians.
 """
@@ -36,9 +38,54 @@ TIMINGS = re.compile(
 )
 
 
-def build():
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "credlint", "--examples"],
-                   cwd=ROOT, check=True)
+def build(examples=True):
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "credlint"]
+                   + (["--examples"] if examples else []), cwd=ROOT, check=True)
+
+
+def simulate_rows(runs):
+    """`simulate fixtures/clean`, cold (`--no-cache`) and warm (a cache filled by one run
+    before), `runs` times each, alternating; medians of wall time, CPU time (user + system of
+    credlint and every program it ran, from wait4) and peak RSS; checked against issue 32's
+    targets (cold at most 8 s, CPU at most 0.5 s per bundle, warm at most 0.5 s)."""
+    fixtures = os.path.join(ROOT, "fixtures", "clean")
+    cache = tempfile.mkdtemp(prefix="credlint-bench-simulate-")
+    env = dict(os.environ, CREDLINT_CACHE_DIR=cache)
+    rows = {"cold": [], "warm": []}
+    bundles = None
+
+    def once(extra):
+        with tempfile.TemporaryFile() as out:
+            started = time.perf_counter()
+            pid = os.posix_spawn(BIN, [BIN, "simulate", fixtures, "--format", "json"] + extra, env,
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, out.fileno(), 1)])
+            _, status, usage = os.wait4(pid, 0)
+            wall = time.perf_counter() - started
+            if os.waitstatus_to_exitcode(status) != 0:
+                sys.exit("credlint simulate fixtures/clean did not pass")
+            out.seek(0)
+            summary = json.loads(out.read())["summary"]
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, summary
+
+    once([])  # fills the cache
+    for _ in range(runs):
+        for name, extra in [("cold", ["--no-cache"]), ("warm", [])]:
+            wall, cpu, rss, summary = once(extra)
+            rows[name].append((wall, cpu, rss))
+            bundles = summary["bundles"]
+    med = statistics.median
+    print(f"\n`simulate fixtures/clean` ({bundles} bundles), medians of {runs} alternating runs:\n")
+    print("| run | wall s | CPU s | CPU per bundle s | peak RSS MB |")
+    print("|---|---|---|---|---|")
+    figures = {}
+    for name, measured in rows.items():
+        wall, cpu, rss = (med(m[i] for m in measured) for i in range(3))
+        figures[name] = (wall, cpu / bundles)
+        print(f"| {name} | {wall:.2f} | {cpu:.2f} | {cpu / bundles:.3f} | {rss:.0f} |")
+    checks = [("cold wall", figures["cold"][0], 8.0), ("CPU per bundle", figures["cold"][1], 0.5),
+              ("warm wall", figures["warm"][0], 0.5)]
+    for name, value, limit in checks:
+        print(f"  {name}: {value:.2f} s (target {limit}: {'met' if value <= limit else 'NOT met'})")
 
 
 def timed(args, runs, cwd=None, before=None):
@@ -177,8 +224,13 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sizes", default="1000,4000")
     parser.add_argument("--dir", default=None, help="where to write the corpora (default: a temp dir)")
+    parser.add_argument("--simulate", action="store_true",
+                        help="only `simulate fixtures/clean`, cold and warm (needs python3)")
     args = parser.parse_args()
-    build()
+    build(examples=not args.simulate)
+    if args.simulate:
+        simulate_rows(args.runs)
+        return
     commit, load_before = machine_state()
     base = os.path.abspath(args.dir or tempfile.mkdtemp(prefix="credlint-bench-"))
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -1213,8 +1213,9 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
         let script = "import os, time\nwith open('program.pid', 'w') as f:\n    f.write(str(os.getpid()))\ntime.sleep(60)\n";
         let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", script);
         std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+        // No cache: the program must run (and a run in the repository leaves no cache there).
         let child = Command::new(env!("CARGO_BIN_EXE_credlint"))
-            .args(["simulate", "--timeout", "60"])
+            .args(["simulate", "--no-cache", "--timeout", "60"])
             .arg(dir.as_path())
             .env("TMPDIR", &tmp)
             .stdin(Stdio::null())
@@ -1314,8 +1315,17 @@ fn simulate_with_prefix_env(
     let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
     std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
     let display = dir.to_string_lossy().into_owned();
+    // No cache: these tests are about what the program does when it runs.
     let run = credlint_with(
-        &["simulate", "--format", "json", "--timeout", "20", &display],
+        &[
+            "simulate",
+            "--no-cache",
+            "--format",
+            "json",
+            "--timeout",
+            "20",
+            &display,
+        ],
         Stdio::null(),
         env,
     );

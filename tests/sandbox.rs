@@ -81,7 +81,15 @@ fn bundle(dir: &Path, prefix: &str) {
 fn simulate(dir: &Path, extra: &[&str], inherit: Option<&Path>) -> Run {
     let mut command = common::command();
     command
-        .args(["simulate", "--format", "json", "--timeout", "20"])
+        // No cache: each test is about what the program does when it runs.
+        .args([
+            "simulate",
+            "--no-cache",
+            "--format",
+            "json",
+            "--timeout",
+            "20",
+        ])
         .args(extra)
         .arg(dir)
         .stdin(Stdio::null())

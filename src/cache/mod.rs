@@ -1,9 +1,9 @@
-//! The cache of `check`: what linting a file produced (its documents' findings, the facts its
-//! bundle members leave, its ignore annotations and counts), kept per file under a key of the
-//! file's bytes and everything else that decides that result: credlint's build, the rule catalog
-//! and the engine options that change verdicts (the configured image, `--policy` files). A run
-//! that finds a file's entry skips reading its YAML; bundles are then assembled, and the
-//! pre-commit narrowing done, from the cached facts as from fresh ones.
+//! The cache of `check` and `simulate`: what linting a file produced (its documents' findings,
+//! the facts its bundle members leave, its ignore annotations and counts), kept per file under
+//! a key of the file's bytes and everything else that decides that result: credlint's build,
+//! the rule catalog and the engine options that change verdicts (the configured image,
+//! `--policy` files). A run that finds a file's entry skips reading its YAML; bundles are then
+//! assembled, and the pre-commit narrowing done, from the cached facts as from fresh ones.
 //!
 //! A stage of its own between `lint` and `cli`: it does file-system work the engine should not
 //! know about (the engine only sees the [`Memo`] it is handed), and it encodes the engine's
@@ -22,10 +22,15 @@
 //! verifies; the folder is listed for that only once runs have written a quarter of the limit
 //! since it last was, or a day has passed (a ledger file keeps the count), so a run that writes
 //! one entry does not stat thousands.
+//!
+//! `simulate` keeps its verdicts in the same folder, under the same header and tags
+//! ([`simulation`]): what simulating a bundle found, under a key of everything the simulation
+//! reads.
 
 mod codec;
 mod files;
 pub mod key;
+pub mod simulation;
 
 use crate::lint::Options;
 use crate::model::outcome::{FileOut, Memo, MemoKey};

@@ -26,7 +26,7 @@ use crate::model::outcome::{Memo, Outcome};
 use crate::report::{self, Texts};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use settings::{Flags, Settings};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -167,6 +167,28 @@ pub struct SimulateArgs {
     /// List suppressed findings in the text report, not only their number.
     #[arg(long)]
     pub show_suppressed: bool,
+    /// Keep each bundle's verdict in DIR, and take it from there when nothing the simulation
+    /// reads has changed [default: as `check`'s cache].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Neither read nor write the cache: simulate every bundle afresh.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+    /// Show bundles done of all on standard error: `auto` on a terminal once the run has
+    /// lasted 2 seconds (not with --quiet), `always` a line per bundle, `never`.
+    #[arg(long, value_enum, default_value_t = ProgressChoice::Auto, value_name = "WHEN")]
+    pub progress: ProgressChoice,
+}
+
+/// `simulate --progress`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ProgressChoice {
+    /// On a terminal, once a run has lasted 2 seconds.
+    #[default]
+    Auto,
+    /// Every bundle, from the first.
+    Always,
+    Never,
 }
 
 #[derive(clap::Args, Debug)]
@@ -663,13 +685,51 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
         timeout: std::time::Duration::from_secs(args.timeout),
         confine: true,
     };
-    let simulated =
-        crate::cli::simulate::run(&outcome.bundles, &sim, &|file| texts.read(&outcome, file));
+    let cache_dir = crate::cache::folder(
+        args.cache_dir.as_deref(),
+        args.no_cache,
+        settings
+            .config_file
+            .as_ref()
+            .map(|(path, _)| path.as_path()),
+    );
+    // Opened as check opens it: the same folder, key and trust rules.
+    let cache = open_cache(cache_dir, &Options::default());
+    let memo = cache
+        .as_ref()
+        .and_then(|c| crate::cli::simulate::Memo::new(c, &sim));
+    let terminal = std::io::stderr().is_terminal();
+    let progress = crate::cli::simulate::Progress {
+        show: match args.progress {
+            ProgressChoice::Auto => terminal && !args.output.quiet,
+            ProgressChoice::Always => true,
+            ProgressChoice::Never => false,
+        },
+        terminal,
+        after: match args.progress {
+            ProgressChoice::Auto => std::time::Duration::from_secs(2),
+            _ => std::time::Duration::ZERO,
+        },
+    };
+    let simulated = crate::cli::simulate::run_with(
+        &outcome.bundles,
+        &sim,
+        &|file| texts.read(&outcome, file),
+        memo.as_ref(),
+        &progress,
+    );
+    if let Some(cache) = &cache {
+        cache.finish();
+    }
     while crate::runtime::simulate::stopping() {
         // A signal's thread is killing the programs and ends the process: report nothing.
         std::thread::park();
     }
-    let (findings, skipped) = match simulated {
+    let crate::cli::simulate::Report {
+        findings,
+        skipped,
+        counts,
+    } = match simulated {
         Ok(result) => result,
         Err(e) => return usage_error(format!("cannot simulate: {e}")),
     };
@@ -683,6 +743,7 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
         return usage_error("nothing to simulate: no complete bundle found");
     }
     outcome.findings = findings;
+    outcome.summary.simulated = Some(counts);
     outcome
         .findings
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));

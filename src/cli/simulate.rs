@@ -2,14 +2,21 @@
 //! [`crate::runtime::simulate`], its findings placed on the program in the ConfigMap (the scenario, the
 //! run and the request are in the message).
 
+use crate::cache::Cache;
+use crate::cache::simulation::{SimContext, Simulated};
 use crate::lint::catalog::Catalog;
 use crate::lint::checks::Emit;
 use crate::load::block::LiteralBlock;
 use crate::load::source::{At, Loc, Source};
 use crate::load::yaml::Span;
 use crate::model::bundle::{Bundle, Facts, MemberKind};
+use crate::model::outcome::Simulation;
 use crate::model::{Finding, ObjectRef, Severity};
 use crate::runtime::simulate::{self, RoleRule, SimBundle, SimError, SimOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 /// A bundle that could not be simulated, and why.
 pub struct Skipped {
@@ -53,58 +60,304 @@ pub fn sim_bundle(bundle: &Bundle) -> Result<SimBundle, String> {
     })
 }
 
-/// Simulates every bundle, a few at a time (each run has its own server, port and folder).
-/// `text_of` reads a file of the run by its number: a finding about a request is placed on
-/// the line of create.py that sent it, inside the ConfigMap's literal block (without the
-/// text, or for a program that is not a literal block, on the `create.py:` key).
+/// What a simulate run found and ran.
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub skipped: Vec<Skipped>,
+    /// Over the bundles simulated, from the cache or not.
+    pub counts: Simulation,
+}
+
+/// Where simulate keeps its verdicts, and what decides them beside each bundle.
+pub struct Memo<'c> {
+    pub cache: &'c Cache,
+    pub context: SimContext,
+}
+
+impl<'c> Memo<'c> {
+    /// The cache for runs with `options`, unless the interpreter cannot say what it is (its
+    /// version decides what the programs do): then nothing is kept, and a note says why.
+    pub fn new(cache: &'c Cache, options: &SimOptions) -> Option<Memo<'c>> {
+        match environment(&options.python) {
+            Ok(environment) => Some(Memo {
+                cache,
+                context: SimContext::new(options, &environment),
+            }),
+            Err(why) => {
+                eprintln!("credlint: note: simulate keeps no verdicts in the cache: {why}");
+                None
+            }
+        }
+    }
+}
+
+/// What of the machine decides what a program does in a simulation: the interpreter (its path,
+/// version and the executable file's identity), the user credlint runs as (root runs the
+/// program as the pod's user) and the kernel (the confinement layers it allows).
+fn environment(python: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    const ASK: &str = "import sys; print(sys.executable); print(sys.version); \
+                       print(sys.implementation.cache_tag)";
+    let mut command = std::process::Command::new(python);
+    command
+        .args(["-I", "-S", "-c", ASK])
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    let mut said = Vec::new();
+    // A few hundred bytes; an interpreter that says more is cut off (and its answer refused).
+    let read = child
+        .stdout
+        .take()
+        .map(|out| out.take(16 * 1024).read_to_end(&mut said));
+    // Bounded: an interpreter that hangs after closing its output is stopped.
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(2))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let said = String::from_utf8(said)
+        .ok()
+        .filter(|_| status.is_some_and(|s| s.success()) && read.is_some_and(|r| r.is_ok()));
+    let Some(said) = said.filter(|s| s.lines().count() >= 3) else {
+        return Err(format!("{} did not say what it is", python.display()));
+    };
+    let executable = PathBuf::from(said.lines().next().unwrap_or_default());
+    if std::fs::metadata(&executable).is_err() {
+        return Err(format!("cannot find {}", executable.display()));
+    }
+    // The interpreter a run starts is not always the one credlint's user starts: run as the
+    // pod's user, a bare name may resolve past a folder closed to that user (a version
+    // manager under /root) to the next one on PATH. So every file the name can resolve to
+    // counts, and an upgrade of any is a new key.
+    let mut files = vec![executable];
+    if python.components().count() == 1 {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        files.extend(std::env::split_paths(&path).map(|dir| dir.join(python)));
+    } else {
+        files.push(python.to_path_buf());
+    }
+    let mut identity = String::new();
+    for file in files {
+        if let Ok(meta) = std::fs::metadata(&file) {
+            let real = std::fs::canonicalize(&file).unwrap_or(file);
+            identity.push_str(&format!(
+                "{} {} {} {} {} {}\n",
+                real.display(),
+                meta.dev(),
+                meta.ino(),
+                meta.size(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+            ));
+        }
+    }
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    Ok(format!("{said}\n{identity}{euid}\n{}", kernel.trim()))
+}
+
+/// What of a bundle beside [`SimBundle`] a pod would see: the Job's image, command and
+/// ServiceAccount (a simulation does not read them today; a change to them is simulated again).
+fn job_identity(bundle: &Bundle) -> Vec<String> {
+    let Some(job) = bundle.first(MemberKind::Job) else {
+        return Vec::new();
+    };
+    let Facts::Job(facts) = &job.facts else {
+        return Vec::new();
+    };
+    let mut out = vec![
+        facts.image.as_ref().map_or("", |(i, _)| i).to_string(),
+        facts
+            .service_account
+            .as_ref()
+            .map_or("", |(s, _)| s)
+            .to_string(),
+    ];
+    out.push(facts.command.len().to_string());
+    out.extend(facts.command.iter().cloned());
+    out
+}
+
+/// Bundles done of all, on standard error, while a run lasts.
+pub struct Progress {
+    /// Whether to show it at all.
+    pub show: bool,
+    /// Standard error is a terminal: one line, rewritten; otherwise a line per bundle.
+    pub terminal: bool,
+    /// Shown only once the run has lasted this long (zero: from the first bundle).
+    pub after: std::time::Duration,
+}
+
+impl Progress {
+    /// Nothing shown.
+    pub fn off() -> Progress {
+        Progress {
+            show: false,
+            terminal: false,
+            after: std::time::Duration::ZERO,
+        }
+    }
+}
+
+/// The progress of one run: counts bundles as they finish.
+struct Counter<'p> {
+    progress: &'p Progress,
+    started: Instant,
+    total: usize,
+    done: AtomicUsize,
+    cached: usize,
+    shown: std::sync::atomic::AtomicBool,
+}
+
+impl Counter<'_> {
+    fn finished(&self, n: usize) {
+        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
+        if !self.progress.show || self.started.elapsed() < self.progress.after {
+            return;
+        }
+        self.shown.store(true, Ordering::Relaxed);
+        let cached = match self.cached {
+            0 => String::new(),
+            n => format!(" ({n} from the cache)"),
+        };
+        let line = format!(
+            "credlint: simulated {done} of {} bundles{cached}",
+            self.total
+        );
+        // Progress is a courtesy: a standard error that cannot be written is no reason to stop.
+        let mut err = std::io::stderr().lock();
+        let _ = if self.progress.terminal {
+            write!(err, "\r{line}\x1b[K")
+        } else {
+            writeln!(err, "{line}")
+        };
+        let _ = err.flush();
+    }
+
+    /// Clears the terminal's progress line, so the report starts on a clean one.
+    fn end(&self) {
+        if self.progress.terminal && self.shown.load(Ordering::Relaxed) {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+        }
+    }
+}
+
+/// Simulates every bundle, a few at a time (each run has its own server, port and folder),
+/// without the cache or progress. `text_of` reads a file of the run by its number: a finding
+/// about a request is placed on the line of create.py that sent it, inside the ConfigMap's
+/// literal block (without the text, or for a program that is not a literal block, on the
+/// `create.py:` key).
 pub fn run(
     bundles: &[Bundle],
     options: &SimOptions,
     text_of: &dyn Fn(usize) -> Option<String>,
 ) -> Result<(Vec<Finding>, Vec<Skipped>), SimError> {
+    run_with(bundles, options, text_of, None, &Progress::off()).map(|r| (r.findings, r.skipped))
+}
+
+/// [`run`], with the counts; a bundle whose verdict `memo` holds is not simulated again.
+pub fn run_with(
+    bundles: &[Bundle],
+    options: &SimOptions,
+    text_of: &dyn Fn(usize) -> Option<String>,
+    memo: Option<&Memo>,
+    progress: &Progress,
+) -> Result<Report, SimError> {
     let catalog = Catalog::get();
     let mut work = Vec::new();
     let mut skipped = Vec::new();
     for b in bundles {
         match sim_bundle(b) {
-            Ok(sim) => work.push((b, sim)),
+            Ok(sim) => {
+                let key = memo.map(|m| m.context.key(&sim, &job_identity(b)));
+                let kept = key.and_then(|k| memo.and_then(|m| m.cache.recall_simulation(&k)));
+                work.push((b, sim, key, kept));
+            }
             Err(reason) => skipped.push(Skipped {
                 bundle: b.id(),
                 reason: reason.to_string(),
             }),
         }
     }
+    let cached = work.iter().filter(|w| w.3.is_some()).count();
+    let counter = Counter {
+        progress,
+        started: Instant::now(),
+        total: work.len(),
+        done: AtomicUsize::new(0),
+        cached,
+        shown: false.into(),
+    };
+    counter.finished(cached);
+    let pending: Vec<usize> = (0..work.len()).filter(|&i| work[i].3.is_none()).collect();
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(1, 4);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<(usize, Result<Vec<simulate::SimFinding>, SimError>)> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut done = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some((_, sim)) = work.get(i) else { break };
-                            done.push((i, simulate::simulate(sim, options)));
+    let next = AtomicUsize::new(0);
+    let fresh: Vec<(usize, Result<Simulated, SimError>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads.min(pending.len()))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let n = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&i) = pending.get(n) else { break };
+                        let (_, sim, key, _) = &work[i];
+                        let result = simulate::simulate_counted(sim, options);
+                        if let (Ok(simulated), Some(key), Some(memo)) = (&result, key, memo) {
+                            memo.cache.remember_simulation(key, simulated);
                         }
-                        done
-                    })
+                        counter.finished(1);
+                        done.push((i, result));
+                    }
+                    done
                 })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        });
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    counter.end();
+    let mut results: Vec<(usize, Result<Simulated, SimError>)> = work
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, w)| w.3.take().map(|s| (i, Ok(s))))
+        .chain(fresh)
+        .collect();
+    results.sort_by_key(|(i, _)| *i);
+    let mut counts = Simulation::default();
     let mut emit = Emit::new(catalog);
-    let mut ordered = results;
-    ordered.sort_by_key(|(i, _)| *i);
-    for (i, result) in ordered {
-        let (bundle, _) = &work[i];
+    for (i, result) in results {
+        let (bundle, ..) = &work[i];
         let findings = match result {
-            Ok(findings) => findings,
+            Ok(simulated) => {
+                counts.scenarios += simulated.scenarios;
+                counts.runs += simulated.runs;
+                simulated.findings
+            }
             // One bundle's plan is no reason to drop the findings of the others.
             Err(SimError::InvalidPlan(reason)) => {
                 skipped.push(Skipped {
@@ -159,7 +412,11 @@ pub fn run(
             }
         }
     }
-    Ok((emit.findings, skipped))
+    Ok(Report {
+        findings: emit.findings,
+        skipped,
+        counts,
+    })
 }
 
 /// Simulated findings of one bundle that share a cause, reported once: the same rule, request

@@ -18,6 +18,17 @@ pub struct Summary {
     pub bundles: usize,
     pub errors: usize,
     pub warnings: usize,
+    /// `simulate` only: how much it ran.
+    pub simulated: Option<Simulation>,
+}
+
+/// How much a `simulate` run ran, over every bundle simulated (a bundle's verdict taken from
+/// the cache counts what its simulation ran, so the figures do not depend on the cache).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Simulation {
+    pub scenarios: usize,
+    /// Runs of the programs.
+    pub runs: usize,
 }
 
 /// A `credlint.io/ignore` annotation as written: which object carries it and where. What it

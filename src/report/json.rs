@@ -1,7 +1,8 @@
 //! `--format json`: one object on standard output, exactly as cli.md describes it. Extensions,
 //! present only when they apply, so that output without them is what cli.md shows: `related`
 //! (a second place a finding refers to), `suppressed` on a finding a `credlint.io/ignore`
-//! annotation accepts (its reason and where the annotation stands), and `summary.suppressed`.
+//! annotation accepts (its reason and where the annotation stands), `summary.suppressed`, and
+//! `summary.scenarios` and `summary.runs` from `simulate`.
 
 use crate::model::Finding;
 use crate::model::outcome::Outcome;
@@ -24,6 +25,11 @@ struct Summary {
     warnings: usize,
     #[serde(skip_serializing_if = "is_zero")]
     suppressed: usize,
+    /// `simulate` only: the scenarios set up and the runs of the programs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scenarios: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runs: Option<usize>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -137,6 +143,8 @@ pub fn write(
                 .iter()
                 .filter(|f| f.suppressed.is_some())
                 .count(),
+            scenarios: s.simulated.map(|s| s.scenarios),
+            runs: s.simulated.map(|s| s.runs),
         },
         findings: outcome
             .findings

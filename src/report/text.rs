@@ -254,7 +254,8 @@ pub fn write(
     suppressed(outcome, style, out)
 }
 
-/// The last line of a report: errors, warnings and what was read.
+/// The end of a report: errors, warnings and what was read (from `simulate`, a second line
+/// with the scenarios and runs).
 pub fn summary(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let s = &outcome.summary;
     writeln!(
@@ -272,7 +273,18 @@ pub fn summary(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Resu
         plural(s.bundles, "bundle", "bundles"),
         s.files,
         plural(s.files, "file", "files"),
-    )
+    )?;
+    match s.simulated {
+        Some(sim) => writeln!(
+            out,
+            "simulated: {} {}, {} {} of the programs",
+            sim.scenarios,
+            plural(sim.scenarios, "scenario", "scenarios"),
+            sim.runs,
+            plural(sim.runs, "run", "runs"),
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Suppressed findings do not count and are not shown as diagnostics: one line says how many,

@@ -263,8 +263,28 @@ fn temp_err(e: std::io::Error) -> SimError {
     SimError::TempDir(e.to_string())
 }
 
+/// What simulating one bundle found, and how much it ran (the summary counts scenarios and
+/// runs; the cache keeps all of it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Simulated {
+    /// Sorted and deduplicated.
+    pub findings: Vec<SimFinding>,
+    /// Scenarios set up.
+    pub scenarios: usize,
+    /// Runs of the program started.
+    pub runs: usize,
+    /// A run was stopped at the timeout: how far it got depends on how busy the machine was,
+    /// so this verdict is not one to keep.
+    pub timed_out: bool,
+}
+
 /// Runs every scenario for `bundle` and returns the findings, sorted and deduplicated.
 pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>, SimError> {
+    simulate_counted(bundle, opts).map(|s| s.findings)
+}
+
+/// [`simulate`], with the counts.
+pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulated, SimError> {
     let plan =
         scenario::parse_plan(&bundle.plan_json, &bundle.kind).map_err(SimError::InvalidPlan)?;
     let pki = incluster::make_pki().map_err(SimError::Certificates)?;
@@ -350,7 +370,9 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
     let timeout_text = format!("{:.1} s", opts.timeout.as_secs_f64());
     let mut findings = Vec::new();
     let mut generated = Vec::new();
+    let (mut scenarios, mut runs, mut timed_out) = (0, 0, false);
     for def in scenario::scenarios(!templates.is_empty()) {
+        scenarios += 1;
         let mut seen_values = std::collections::BTreeSet::new();
         let mut judge = {
             let mut cluster = lock(&ctx.cluster);
@@ -385,6 +407,7 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
                 &mut confinement,
             )
             .map_err(run_error)?;
+            runs += 1;
             outcome.termination_message = incluster::take_termination_message(&dir);
             outcome.access = incluster::take_access_log(&dir);
             let mut cluster = lock(&ctx.cluster);
@@ -400,6 +423,7 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
                 &seen_values,
             );
             if outcome.exit == child::Exit::TimedOut {
+                timed_out = true;
                 // A killed run leaves no defined state for a second one.
                 break;
             }
@@ -432,5 +456,10 @@ pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>
         ))
     });
     findings.dedup();
-    Ok(findings)
+    Ok(Simulated {
+        findings,
+        scenarios,
+        runs,
+        timed_out,
+    })
 }
