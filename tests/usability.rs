@@ -984,3 +984,54 @@ fn a_forged_origin_never_moves_a_finding_out_of_the_program() {
         );
     }
 }
+
+/// A runtime finding about a planned Secret names the plan entry as its related place, beside
+/// the program line it sits at: here a program that overwrites the planned value.
+#[test]
+fn a_runtime_finding_names_the_plan_entry_of_its_secret() {
+    let fixture = "fixtures/runtime-value-rewritten/bad-overwrite-value.yaml";
+    let text = std::fs::read_to_string(root().join(fixture)).unwrap();
+    let out = credlint_in(
+        &root(),
+        &[
+            "simulate",
+            "--no-config",
+            "--no-cache",
+            "--format",
+            "json",
+            fixture,
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "runtime-value-rewritten")
+        .unwrap_or_else(|| panic!("{report}"));
+    let plan_line = text
+        .lines()
+        .position(|l| l.trim() == "\"name\": \"shop-sessions-app\"")
+        .expect("the plan entry")
+        + 1;
+    let related = finding["related"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{finding}"));
+    assert!(
+        related.iter().any(|r| r["line"] == plan_line
+            && r["message"]
+                .as_str()
+                .unwrap()
+                .contains("plan.json `secrets[0]`")),
+        "{finding}"
+    );
+    // The finding itself stays at the program line that sent the request.
+    assert!(
+        text.lines()
+            .nth(finding["line"].as_u64().unwrap() as usize - 1)
+            .unwrap()
+            .contains("urlopen"),
+        "{finding}"
+    );
+}

@@ -371,9 +371,9 @@ pub fn run_with(
         let Some(cm) = bundle.first(MemberKind::ConfigMap) else {
             continue;
         };
-        let script = match &cm.facts {
-            Facts::ConfigMap(facts) => facts.script_loc.unwrap_or(cm.loc),
-            _ => cm.loc,
+        let (script, plan) = match &cm.facts {
+            Facts::ConfigMap(facts) => (facts.script_loc.unwrap_or(cm.loc), facts.plan.as_ref()),
+            _ => (cm.loc, None),
         };
         let id = bundle.id();
         let mut lines = ProgramLines::new(script, text_of);
@@ -405,7 +405,14 @@ pub fn run_with(
                 Some((at, object, _)) => emit
                     .add(group.rule, at, message, Some(&object), Some(&id))
                     .label(program, "the program sends the request here"),
-                None => emit.add(group.rule, program, message, Some(&cm.object()), Some(&id)),
+                None => {
+                    let finding =
+                        emit.add(group.rule, program, message, Some(&cm.object()), Some(&id));
+                    if let Some((index, at)) = plan_entry(plan, group.request, group.message) {
+                        finding.label(at, format!("planned here (plan.json `secrets[{index}]`)"));
+                    }
+                    finding
+                }
             };
             if group.warning {
                 finding.severity = Severity::Warning;
@@ -417,6 +424,34 @@ pub fn run_with(
         skipped,
         counts,
     })
+}
+
+/// The plan entry of the Secret a finding is about: the one its request names
+/// (`.../secrets/<name>`, a query or subresource after it aside), else, for a request that names
+/// none (a create), the first planned Secret its message names. Its index in `secrets`, and
+/// where plan.json plans it.
+fn plan_entry(
+    plan: Option<&crate::model::bundle::Plan>,
+    request: Option<&str>,
+    message: &str,
+) -> Option<(usize, At)> {
+    let plan = plan?;
+    let named = request
+        .and_then(|r| r.split_whitespace().nth(1))
+        .and_then(|path| path.split('?').next())
+        .and_then(|path| path.split("/secrets/").nth(1))
+        .and_then(|rest| rest.split('/').next());
+    let index = match named {
+        Some(name) => plan.secrets.iter().position(|s| s == name)?,
+        None => plan.secrets.iter().position(|name| {
+            let said = format!("Secret {name}");
+            message.match_indices(&said).any(|(at, _)| {
+                !message[at + said.len()..]
+                    .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+            })
+        })?,
+    };
+    Some((index, *plan.secret_locs.get(index)?))
 }
 
 /// Simulated findings of one bundle that share a cause, reported once: the same rule, request
