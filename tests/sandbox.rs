@@ -323,3 +323,48 @@ fn as_root_the_program_runs_as_the_pods_user_with_processes_bounded() {
     assert_eq!(run.escapes(), Vec::<String>::new(), "{}", run.stderr);
     assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
 }
+
+/// The audit hook keeps its state out of the program's reach: rebinding every private name of
+/// `sitecustomize` (the old `_busy[0] = True` trick among them) does not hide a write outside
+/// the run folder, and walking the interpreter's objects to find the hook is itself reported.
+#[test]
+fn the_audit_hook_cannot_be_silenced_by_the_program() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-silence");
+    let outside = dir.join("outside-the-run");
+    bundle(
+        &dir,
+        &format!(
+            "import sitecustomize as _sc\n\
+             for _n in list(vars(_sc)):\n\
+             \x20   if _n.startswith('_') and not _n.startswith('__') and _n != '_install_clock':\n\
+             \x20       _v = getattr(_sc, _n)\n\
+             \x20       if isinstance(_v, list) and _v and _v[0] is False:\n\
+             \x20           _v[0] = True\n\
+             \x20       elif isinstance(_v, (tuple, set, frozenset)):\n\
+             \x20           setattr(_sc, _n, ('/',))\n\
+             try:\n\
+             \x20   open({outside:?}, 'w').close()\n\
+             except OSError:\n\
+             \x20   pass\n\
+             import gc as _gc\n\
+             _gc.get_referrers(_sc)",
+            outside = outside.to_string_lossy()
+        ),
+    );
+    let run = simulate(&dir, &[], None);
+    let findings = run.findings();
+    let escaped = |needle: &str| {
+        findings
+            .iter()
+            .any(|(rule, m)| rule == "runtime-sandbox-escape" && m.contains(needle))
+    };
+    assert!(
+        escaped(&outside.to_string_lossy()),
+        "{findings:?}\n{}",
+        run.stderr
+    );
+    assert!(escaped("gc.get_referrers"), "{findings:?}\n{}", run.stderr);
+}

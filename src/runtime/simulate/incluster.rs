@@ -292,99 +292,107 @@ if _ssl is not None:
 
 # What the program reaches beyond its run folder and the fake servers, reported (not stopped)
 # through an audit hook: credlint reads the log after the run. Python-level calls only: a
-# subprocess or ctypes call is itself logged, but not what it then does.
+# subprocess or ctypes call is itself logged, but not what it then does. Everything the hook
+# reads lives in the closure of one function that is not kept in this module, so a program
+# that rebinds or mutates `sitecustomize`'s names (`_busy`, `_READABLE`, ...) changes nothing
+# the hook sees; reaching the closure needs the interpreter's object graph or a tracer, and
+# asking for those is reported in its own right.
 import sys as _sys
 
-_RUN = _os.path.realpath(__RUN__)
-_PORTS = __PORTS__
-_LOOPBACK = ("127.0.0.1", "localhost", "::1", "kubernetes.default.svc", "kubernetes.default", "kubernetes")
-# Reads that any interpreter makes: its own modules, CA certificates, time zones, devices.
-_READABLE = tuple(
-    _os.path.realpath(p)
-    for p in list(_sys.path) + [_sys.prefix, _sys.base_prefix, _sys.exec_prefix, _sys.base_exec_prefix]
-    if isinstance(p, str) and p.startswith("/") and p != "/"
-) + (
-    "/etc/ssl", "/usr/lib/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates",
-    "/usr/local/share/ca-certificates", "/etc/localtime", "/usr/share/zoneinfo", "/etc/mime.types",
-    "/dev/null", "/dev/urandom", "/dev/random",
-)
-_WRITABLE = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2")
-_WRITE_FLAGS = _os.O_WRONLY | _os.O_RDWR | _os.O_CREAT | _os.O_APPEND | _os.O_TRUNC
-_log_fd = _os.open(__LOG__, _os.O_WRONLY | _os.O_APPEND | _os.O_CREAT, 0o600)
-_logged = set()
-_busy = [False]
+
+def _install_audit(os, sys, run, ports, log_path):
+    run = os.path.realpath(run)
+    loopback = ("127.0.0.1", "localhost", "::1", "kubernetes.default.svc", "kubernetes.default", "kubernetes")
+    # Reads that any interpreter makes: its own modules, CA certificates, time zones, devices.
+    readable = tuple(
+        os.path.realpath(p)
+        for p in list(sys.path) + [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+        if isinstance(p, str) and p.startswith("/") and p != "/"
+    ) + (
+        "/etc/ssl", "/usr/lib/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates",
+        "/usr/local/share/ca-certificates", "/etc/localtime", "/usr/share/zoneinfo", "/etc/mime.types",
+        "/dev/null", "/dev/urandom", "/dev/random",
+    )
+    writable = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2")
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+    # The interpreter's own object graph and tracers: the ways to the hook's closure.
+    inspecting = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile")
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    logged = set()
+    busy = [False]
+    realpath, join, getcwd, fsdecode, write = os.path.realpath, os.path.join, os.getcwd, os.fsdecode, os.write
+
+    def under(path, roots):
+        return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+    def resolve(path):
+        if isinstance(path, bytes):
+            path = fsdecode(path)
+        if not isinstance(path, str):
+            return None  # a file descriptor: opened earlier, judged then
+        return realpath(join(getcwd(), path))
+
+    def record(kind, detail):
+        entry = kind + "\t" + detail.replace("\n", " ").replace("\t", " ")[:300]
+        if entry in logged or len(logged) >= 50:
+            return
+        logged.add(entry)
+        try:
+            write(log_fd, (entry + "\n").encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+    def judge_path(path, writes):
+        full = resolve(path)
+        if full is None or under(full, (run,)):
+            return
+        if writes and not under(full, writable):
+            record("write", full)
+        elif not writes and not under(full, readable):
+            record("read", full)
+
+    def audit(event, args):
+        if busy[0]:
+            return
+        busy[0] = True
+        try:
+            if event == "open":
+                path, mode, flags = (tuple(args) + (None, None, None))[:3]
+                writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                    isinstance(flags, int) and flags & write_flags != 0
+                )
+                judge_path(path, writes)
+            elif event in ("os.remove", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown", "os.utime"):
+                judge_path(args[0], True)
+            elif event in ("os.rename", "os.link", "os.symlink"):
+                judge_path(args[1], True)
+                judge_path(args[0], event == "os.rename")
+            elif event in ("os.listdir", "os.scandir") and args and args[0] is not None:
+                judge_path(args[0], False)
+            elif event in ("socket.connect", "socket.sendto"):
+                address = args[1]
+                if isinstance(address, tuple) and len(address) >= 2:
+                    host, port = address[0], address[1]
+                    if not (host in loopback and port in ports):
+                        record("connect", "%s:%s" % (host, port))
+                else:
+                    record("connect", repr(address))
+            elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"):
+                record("exec", repr(args[0]))
+            elif event == "ctypes.dlopen" and args and args[0] is not None:
+                record("exec", "ctypes " + repr(args[0]))
+            elif event in inspecting:
+                record("inspect", event)
+        except Exception:
+            pass
+        finally:
+            busy[0] = False
+
+    sys.addaudithook(audit)
 
 
-def _under(path, roots):
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
-
-
-def _resolve(path):
-    if isinstance(path, bytes):
-        path = _os.fsdecode(path)
-    if not isinstance(path, str):
-        return None  # a file descriptor: opened earlier, judged then
-    return _os.path.realpath(_os.path.join(_os.getcwd(), path))
-
-
-def _record(kind, detail):
-    entry = kind + "\t" + detail.replace("\n", " ").replace("\t", " ")[:300]
-    if entry in _logged or len(_logged) >= 50:
-        return
-    _logged.add(entry)
-    try:
-        _os.write(_log_fd, (entry + "\n").encode("utf-8", "replace"))
-    except OSError:
-        pass
-
-
-def _judge_path(path, writes):
-    full = _resolve(path)
-    if full is None or _under(full, (_RUN,)):
-        return
-    if writes and not _under(full, _WRITABLE):
-        _record("write", full)
-    elif not writes and not _under(full, _READABLE):
-        _record("read", full)
-
-
-def _audit(event, args):
-    if _busy[0]:
-        return
-    _busy[0] = True
-    try:
-        if event == "open":
-            path, mode, flags = (tuple(args) + (None, None, None))[:3]
-            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & _WRITE_FLAGS != 0
-            )
-            _judge_path(path, writes)
-        elif event in ("os.remove", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown", "os.utime"):
-            _judge_path(args[0], True)
-        elif event in ("os.rename", "os.link", "os.symlink"):
-            _judge_path(args[1], True)
-            _judge_path(args[0], event == "os.rename")
-        elif event in ("os.listdir", "os.scandir") and args and args[0] is not None:
-            _judge_path(args[0], False)
-        elif event in ("socket.connect", "socket.sendto"):
-            address = args[1]
-            if isinstance(address, tuple) and len(address) >= 2:
-                host, port = address[0], address[1]
-                if not (host in _LOOPBACK and port in _PORTS):
-                    _record("connect", "%s:%s" % (host, port))
-            else:
-                _record("connect", repr(address))
-        elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"):
-            _record("exec", repr(args[0]))
-        elif event == "ctypes.dlopen" and args and args[0] is not None:
-            _record("exec", "ctypes " + repr(args[0]))
-    except Exception:
-        pass
-    finally:
-        _busy[0] = False
-
-
-_sys.addaudithook(_audit)
+_install_audit(_os, _sys, __RUN__, __PORTS__, __LOG__)
+del _install_audit
 "#;
 
 /// The program's clock, appended to the hook as a piece of its own (before the origin, so that

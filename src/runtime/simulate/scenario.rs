@@ -637,6 +637,9 @@ impl<'a> Judge<'a> {
                 "exec" => format!(
                     "started a program or loaded a library ({detail}), whose file and network access simulate cannot see"
                 ),
+                "inspect" => format!(
+                    "walked the interpreter's objects or set a tracer ({detail}), the way to reach and silence simulate's own checks"
+                ),
                 _ => continue,
             };
             self.push(SANDBOX_ESCAPE, run, None, format!("{what}: a credentials Job talks to the API server and its servers, with a read-only root filesystem (ADR-072 points 5 and 6)"));
