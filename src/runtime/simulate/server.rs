@@ -363,7 +363,16 @@ pub struct ApiContext {
 /// header itself, so nothing but a line inside it is accepted: a finding never moves outside
 /// the program, and without a valid line it points at the program as a whole.
 pub fn request_origin(req: &HttpRequest, script_lines: u32) -> Option<u32> {
-    let name = super::incluster::ORIGIN_HEADER.to_ascii_lowercase();
+    let line = number_header(req, super::incluster::ORIGIN_HEADER, 10)?
+        .parse::<u32>()
+        .ok()?;
+    (1..=script_lines).contains(&line).then_some(line)
+}
+
+/// The last value of a hook header that must be plain decimal digits (at most `longest`): the
+/// program can send its own, so anything else is no value at all.
+fn number_header<'r>(req: &'r HttpRequest, header: &str, longest: usize) -> Option<&'r str> {
+    let name = header.to_ascii_lowercase();
     let value = req
         .headers
         .iter()
@@ -371,11 +380,8 @@ pub fn request_origin(req: &HttpRequest, script_lines: u32) -> Option<u32> {
         .find(|(k, _)| *k == name)?
         .1
         .as_str();
-    if value.is_empty() || value.len() > 10 || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let line = value.parse::<u32>().ok()?;
-    (1..=script_lines).contains(&line).then_some(line)
+    (!value.is_empty() && value.len() <= longest && value.bytes().all(|b| b.is_ascii_digit()))
+        .then_some(value)
 }
 
 /// The request as findings name it: method, path and query, printable and bounded.
@@ -429,18 +435,9 @@ fn forbidden(ctx: &ApiContext, info: &super::rbac::RequestInfo) -> Response {
 /// The program's virtual clock as the request reports it (the hook's header: nanoseconds since
 /// the run began), None without a readable one.
 pub fn request_clock(req: &HttpRequest) -> Option<u64> {
-    let name = super::incluster::CLOCK_HEADER.to_ascii_lowercase();
-    let value = req
-        .headers
-        .iter()
-        .rev()
-        .find(|(k, _)| *k == name)?
-        .1
-        .as_str();
-    if value.is_empty() || value.len() > 20 || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    value.parse().ok()
+    number_header(req, super::incluster::CLOCK_HEADER, 20)?
+        .parse()
+        .ok()
 }
 
 /// Authenticates, authorizes (recording a denial) and hands the request to the cluster.
