@@ -300,6 +300,19 @@ fn application_objects_yield_no_finding() {
         );
     }
     assert!(inputs >= 6, "{inputs} inputs");
+    // Each chart's render alone too (charts/ holds one `helm template` output a file).
+    let mut charts = 0;
+    for entry in std::fs::read_dir(root.join("charts")).unwrap() {
+        let path = entry.unwrap().path();
+        charts += 1;
+        assert_eq!(
+            lint(&path, Options::default()),
+            vec![],
+            "{}",
+            path.display()
+        );
+    }
+    assert!(charts >= 3, "{charts} chart renders");
     let engine = Executor::new(Options::default()).unwrap();
     let files = input::collect(&[root], &[]).files;
     let outcome = engine.run(&files, Vec::new());
