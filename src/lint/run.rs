@@ -265,19 +265,28 @@ impl<'l> Run<'l> {
 }
 
 /// Findings about a Job known only by its name's prefix were given the prefix as bundle; the
-/// assembled bundle knows the owner.
+/// assembled bundle knows the owner. A Job that two bundles render under one name
+/// (`plan-shared-secret`) names no single owner: its findings keep the bundle they were given,
+/// as they do in a streamed run, where the bundles are gone by now.
 fn fix_bundle_ids(findings: &mut [Finding], bundles: &[Bundle]) {
-    let mut ids: HashMap<ObjectRef, String> = HashMap::new();
+    let mut ids: HashMap<ObjectRef, Option<String>> = HashMap::new();
     for b in bundles {
         if let Some(jobs) = b.members.get(&MemberKind::Job) {
             for job in jobs {
-                ids.insert(job.object(), b.id());
+                let id = b.id();
+                ids.entry(job.object())
+                    .and_modify(|known| {
+                        if known.as_ref() != Some(&id) {
+                            *known = None;
+                        }
+                    })
+                    .or_insert(Some(id));
             }
         }
     }
     for f in findings.iter_mut() {
         if let (Some(object), Some(_)) = (&f.object, &f.bundle)
-            && let Some(id) = ids.get(object)
+            && let Some(Some(id)) = ids.get(object)
         {
             f.bundle = Some(id.clone());
         }

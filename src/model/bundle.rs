@@ -110,6 +110,9 @@ pub struct Digest {
     pub account: String,
     /// The bundle's Role: the rights no other subject may be granted.
     pub role: String,
+    /// Its Job's name and where it stands: another bundle's Job of that name in the same
+    /// namespace is the same object to the API server.
+    pub job: Option<(String, At)>,
     /// The member findings about the whole bundle point at.
     pub anchor: At,
 }
@@ -300,6 +303,9 @@ impl Bundle {
             generators,
             account: self.name_of(MemberKind::ServiceAccount),
             role: self.name_of(MemberKind::Role),
+            // Its first Job: a second one is `bundle-duplicate`'s, and a streamed run hands it
+            // over after the bundle, so only the first is known in every mode.
+            job: self.first(MemberKind::Job).map(|m| (m.name.clone(), m.loc)),
             anchor,
         })
     }

@@ -62,6 +62,7 @@ pub fn check(render: &Render, emit: &mut Emit) {
         by_role.entry(&bundle.role).or_default().push(i);
     }
     shared_secrets(&by_secret, emit);
+    shared_jobs(&render.digests, emit);
     // The labels of the Namespace objects the render holds, for selectors.
     let namespaces: HashMap<&str, &Writer> = render
         .writers
@@ -428,6 +429,51 @@ fn shared_secrets(by_secret: &HashMap<&str, Vec<&Digest>>, emit: &mut Emit) {
                 .and_then(|s| s.loc)
                 .unwrap_or(first.anchor);
             finding.label(other, "planned here too");
+        }
+    }
+}
+
+/// Two bundles that render a Job of one name where their namespaces may meet: the API server
+/// holds one object, so one bundle's Job replaces the other's, or Argo CD reports a resource
+/// that two sources render.
+fn shared_jobs(digests: &[Digest], emit: &mut Emit) {
+    let mut by_job: HashMap<&str, Vec<(&Digest, At)>> = HashMap::new();
+    for bundle in digests {
+        if let Some((name, loc)) = &bundle.job {
+            by_job.entry(name).or_default().push((bundle, *loc));
+        }
+    }
+    let mut names: Vec<&&str> = by_job.keys().collect();
+    names.sort();
+    for name in names {
+        let mut jobs = by_job[*name].clone();
+        // In file order, whatever order the bundles were completed in.
+        jobs.sort_by_key(|(_, loc)| *loc);
+        for (i, (later, loc)) in jobs.iter().enumerate() {
+            let Some((first, first_loc)) = jobs[..i].iter().find(|(b, _)| {
+                b.id != later.id && may_meet(b.namespace.as_deref(), later.namespace.as_deref())
+            }) else {
+                continue;
+            };
+            emit.add(
+                "plan-shared-secret",
+                *loc,
+                format!(
+                    "bundle {} renders the Job `{name}`, and bundle {} renders a Job of that name \
+                     in the same namespace: the API server keeps one, so one bundle's Job runs \
+                     the other's plan, or neither runs its own (ADR-072 points 1 and 2). Name \
+                     each bundle's Job `<owner[:42]>-credentials-<h8>` from its own plan, \
+                     program and image",
+                    later.id, first.id
+                ),
+                Some(&ObjectRef {
+                    kind: "Job".to_string(),
+                    namespace: later.namespace.clone(),
+                    name: name.to_string(),
+                }),
+                Some(&later.id),
+            )
+            .label(*first_loc, "the other bundle's Job");
         }
     }
 }
