@@ -319,3 +319,52 @@ fn application_objects_yield_no_finding() {
     assert_eq!(outcome.summary.bundles, 1, "only the copied clean bundle");
     assert!(outcome.summary.objects >= 30, "{}", outcome.summary.objects);
 }
+
+/// Each chart render of fixtures/applications/charts beside a credentials bundle in the chart's
+/// own namespace: the one-writer and one-identity checks, which compare objects, find nothing
+/// between the chart's hook Jobs, Roles and bindings and the bundle, and the bundle is still
+/// recognised.
+#[test]
+fn chart_renders_beside_a_bundle_in_their_namespace_yield_no_finding() {
+    let bundle = std::fs::read_to_string(fixtures().join("clean/cache.yaml")).unwrap();
+    let mut renders = 0;
+    for entry in std::fs::read_dir(fixtures().join("applications/charts")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The chart's namespace, as its first namespaced object names it (none: the bundle
+        // keeps its own, and the chart's objects go wherever it is applied).
+        let namespace = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("namespace: "))
+            .map(|n| n.trim_matches('"').to_string());
+        let moved = match &namespace {
+            Some(ns) => bundle.replace("  namespace: shop\n", &format!("  namespace: {ns}\n")),
+            None => bundle.clone(),
+        };
+        if let Some(ns) = &namespace {
+            assert!(moved.contains(&format!("namespace: {ns}\n")), "{ns}");
+            assert!(!moved.contains("namespace: shop\n"), "{ns}");
+        }
+        // Removed when the test ends, passed or failed.
+        let temp = credlint::testkit::TempDir::new("credlint-chart-beside");
+        let dir = temp.to_path_buf();
+        std::fs::write(dir.join("bundle.yaml"), &moved).unwrap();
+        std::fs::write(dir.join(path.file_name().unwrap()), &text).unwrap();
+        assert_eq!(
+            lint(&dir, Options::default()),
+            vec![],
+            "{} beside a bundle in {namespace:?}",
+            path.display()
+        );
+        let engine = Executor::new(Options::default()).unwrap();
+        let files = input::collect(&[&dir], &[]).files;
+        assert_eq!(
+            engine.run(&files, Vec::new()).summary.bundles,
+            1,
+            "{}",
+            path.display()
+        );
+        renders += 1;
+    }
+    assert!(renders >= 3, "{renders} chart renders");
+}
