@@ -79,8 +79,14 @@ fn bundle(dir: &Path, prefix: &str) {
 /// credlint inherits open (without close-on-exec) as descriptor 9, as a careless CI step
 /// could hand it one.
 fn simulate(dir: &Path, extra: &[&str], inherit: Option<&Path>) -> Run {
+    simulate_env(dir, extra, inherit, &[])
+}
+
+/// [`simulate`] with `env` added to credlint's environment.
+fn simulate_env(dir: &Path, extra: &[&str], inherit: Option<&Path>, env: &[(&str, &str)]) -> Run {
     let mut command = common::command();
     command
+        .envs(env.iter().copied())
         // No cache: each test is about what the program does when it runs.
         .args([
             "simulate",
@@ -367,4 +373,190 @@ fn the_audit_hook_cannot_be_silenced_by_the_program() {
         run.stderr
     );
     assert!(escaped("gc.get_referrers"), "{findings:?}\n{}", run.stderr);
+}
+
+/// Every layer a report can name (docs/simulate.md lists them).
+const LAYERS: [&str; 16] = [
+    "user-namespace",
+    "mount-namespace",
+    "pid-namespace",
+    "network-namespace",
+    "ipc-namespace",
+    "uts-namespace",
+    "user",
+    "capabilities",
+    "no-new-privs",
+    "seccomp",
+    "rlimits",
+    "process-limit",
+    "session",
+    "descriptors",
+    "landlock",
+    "audit-hook",
+];
+
+/// `(held, [(missing layer, why)])` of a JSON report's `summary.sandbox` (or SARIF's run
+/// properties), with each of [`LAYERS`] named exactly once in one of the two.
+fn layers(sandbox: &serde_json::Value) -> (Vec<String>, Vec<(String, String)>) {
+    let held: Vec<String> = sandbox["held"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no sandbox.held: {sandbox}"))
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect();
+    let missing: Vec<(String, String)> = sandbox["missing"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no sandbox.missing: {sandbox}"))
+        .iter()
+        .map(|l| {
+            (
+                l["layer"].as_str().unwrap().to_string(),
+                l["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut named: Vec<&str> = held
+        .iter()
+        .map(String::as_str)
+        .chain(missing.iter().map(|(l, _)| l.as_str()))
+        .collect();
+    named.sort_unstable();
+    let mut all = LAYERS.to_vec();
+    all.sort_unstable();
+    assert_eq!(named, all, "each layer named once: {sandbox}");
+    for (layer, why) in &missing {
+        assert!(
+            !why.trim().is_empty(),
+            "{layer} is missing without a reason"
+        );
+    }
+    (held, missing)
+}
+
+/// A program that writes outside its folder, as an unconfined run lets it.
+fn writes_outside(dir: &Path) -> std::path::PathBuf {
+    let marker = dir.join("ran-unconfined");
+    bundle(
+        dir,
+        &format!(
+            "try:\n\
+             \x20   open({marker:?}, 'w').close()\n\
+             except OSError:\n\
+             \x20   pass",
+            marker = marker.to_string_lossy()
+        ),
+    );
+    marker
+}
+
+/// Every report names the sandbox's layers: those that held, and each missing one with its
+/// reason (the text summary, `summary.sandbox` in JSON, the run's properties in SARIF). With
+/// Landlock turned off, the report says so: the run is not silently less confined.
+#[test]
+fn every_report_names_the_layers_that_held_and_why_the_others_did_not() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-layers");
+    bundle(&dir, "");
+    let run = simulate(&dir, &[], None);
+    assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
+    let (held, missing) = layers(&run.report()["summary"]["sandbox"]);
+    // Held wherever credlint runs: what needs no privilege and no kernel feature.
+    for layer in [
+        "no-new-privs",
+        "rlimits",
+        "session",
+        "descriptors",
+        "audit-hook",
+    ] {
+        assert!(
+            held.iter().any(|l| l == layer),
+            "{layer}: {held:?} {missing:?}"
+        );
+    }
+
+    let off = simulate_env(&dir, &[], None, &[("CREDLINT_LANDLOCK", "0")]);
+    assert_eq!(off.code, Some(0), "{}", off.stderr);
+    let (_, missing) = layers(&off.report()["summary"]["sandbox"]);
+    assert!(
+        missing
+            .iter()
+            .any(|(l, why)| l == "landlock" && why.contains("CREDLINT_LANDLOCK=0")),
+        "{missing:?}"
+    );
+
+    // The other two reports of the same run, beside the JSON on standard output.
+    let sarif = dir.join("report.sarif");
+    let text = dir.join("report.txt");
+    let reports = simulate_env(
+        &dir,
+        &[
+            "--format",
+            "sarif",
+            "--output-file",
+            sarif.to_str().unwrap(),
+            "--format",
+            "text",
+            "--output-file",
+            text.to_str().unwrap(),
+        ],
+        None,
+        &[("CREDLINT_LANDLOCK", "0")],
+    );
+    assert_eq!(reports.code, Some(0), "{}", reports.stderr);
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+    let (_, missing) = layers(&log["runs"][0]["properties"]["sandbox"]);
+    assert!(missing.iter().any(|(l, _)| l == "landlock"), "{missing:?}");
+    let text = std::fs::read_to_string(&text).unwrap();
+    assert!(
+        text.contains("sandbox: not held: landlock: CREDLINT_LANDLOCK=0 is set"),
+        "{text}"
+    );
+    assert!(text.contains(" layers held: "), "{text}");
+}
+
+/// `--require-sandbox` starts no program while a layer is missing: exit 2, each missing layer
+/// named; a program that would write outside its folder never ran. Where every layer holds,
+/// the run is as without the flag.
+#[test]
+fn require_sandbox_runs_no_program_while_a_layer_is_missing() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-require");
+    let marker = writes_outside(&dir);
+    let run = simulate_env(
+        &dir,
+        &["--require-sandbox"],
+        None,
+        &[("CREDLINT_LANDLOCK", "0")],
+    );
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--require-sandbox") && run.stderr.contains("landlock ("),
+        "{}",
+        run.stderr
+    );
+    assert!(!marker.exists(), "the program ran");
+
+    // Without the override: what this machine gives decides.
+    let plain = simulate(&dir, &[], None);
+    let (_, missing) = layers(&plain.report()["summary"]["sandbox"]);
+    let _ = std::fs::remove_file(&marker);
+    let required = simulate(&dir, &["--require-sandbox"], None);
+    if missing.is_empty() {
+        assert_eq!(required.code, plain.code, "{}", required.stderr);
+    } else {
+        assert_eq!(required.code, Some(2), "{}", required.stderr);
+        for (layer, why) in &missing {
+            assert!(
+                required.stderr.contains(&format!("{layer} ({why})")),
+                "{layer}: {}",
+                required.stderr
+            );
+        }
+        assert!(!marker.exists(), "the program ran");
+    }
 }

@@ -49,10 +49,61 @@ fn limits(cpu_seconds: u64, pod_user: bool) -> [(libc::__rlimit_resource_t, u64)
 const NO_PROCESS_LIMIT: &str =
     "the program runs as credlint's user, whose processes the kernel counts together";
 
+/// Every layer of the pod's confinement a report names, in the order it names them: the
+/// namespaces, who the program runs as and what it may ask the kernel for, its bounds, and the
+/// two layers that watch what it reaches (Landlock refuses, the audit hook reports).
+pub const LAYER_NAMES: [&str; 16] = [
+    "user-namespace",
+    "mount-namespace",
+    "pid-namespace",
+    "network-namespace",
+    "ipc-namespace",
+    "uts-namespace",
+    "user",
+    "capabilities",
+    "no-new-privs",
+    "seccomp",
+    "rlimits",
+    "process-limit",
+    "session",
+    "descriptors",
+    "landlock",
+    "audit-hook",
+];
+
+/// The namespaces the program does not get a new one of, and why.
+const NAMESPACES_NOT_TRIED: [(&str, &str); 6] = [
+    (
+        "user-namespace",
+        "not tried: the program shares credlint's user namespace",
+    ),
+    (
+        "mount-namespace",
+        "not tried: the program sees the host's mounts",
+    ),
+    (
+        "pid-namespace",
+        "not tried: the program sees the host's processes",
+    ),
+    (
+        "network-namespace",
+        "not tried: the fake servers listen on the host's loopback, which a new network \
+         namespace would cut off",
+    ),
+    (
+        "ipc-namespace",
+        "not tried: the program shares the host's System V IPC",
+    ),
+    (
+        "uts-namespace",
+        "not tried: the program sees the host's name",
+    ),
+];
+
 /// Which layers hold for the programs of one simulation, and why a missing one is missing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Layers {
-    /// `(layer, held)`, with the reason where it did not.
+    /// `(layer, held)`, with the reason where it did not; each name one of [`LAYER_NAMES`].
     pub entries: Vec<(&'static str, Result<(), String>)>,
 }
 
@@ -64,9 +115,44 @@ impl Layers {
             .collect()
     }
 
+    /// Sets `layer`'s state; a name outside [`LAYER_NAMES`] is a programming error, kept out
+    /// of the report (the report names only layers it can explain).
     pub fn set(&mut self, layer: &'static str, state: Result<(), String>) {
+        debug_assert!(LAYER_NAMES.contains(&layer), "unknown layer {layer}");
         self.entries.retain(|(n, _)| *n != layer);
         self.entries.push((layer, state));
+        self.entries
+            .sort_by_key(|(n, _)| LAYER_NAMES.iter().position(|x| x == n));
+    }
+
+    /// What held for both `self` and `other` (the programs of two simulations): a layer holds
+    /// only where it held for every program, and a layer one of them does not name is missing.
+    pub fn merge(&mut self, other: &Layers) {
+        let names: Vec<&'static str> = self
+            .entries
+            .iter()
+            .chain(&other.entries)
+            .map(|(n, _)| *n)
+            .collect();
+        let state = |layers: &Layers, name: &str| {
+            layers
+                .entries
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, r)| r.clone())
+        };
+        let mut merged = Layers::default();
+        for name in names {
+            let mine = state(self, name);
+            let theirs = state(other, name);
+            let result = match (mine, theirs) {
+                (Some(Ok(())), Some(Ok(()))) => Ok(()),
+                (Some(Err(why)), _) | (_, Some(Err(why))) => Err(why),
+                _ => Err("not set up for every program".to_string()),
+            };
+            merged.set(name, result);
+        }
+        *self = merged;
     }
 }
 
@@ -125,6 +211,11 @@ impl Confine {
             }),
         );
         layers.set("process-limit", Err(NO_PROCESS_LIMIT.into()));
+        for (layer, why) in NAMESPACES_NOT_TRIED {
+            layers.set(layer, Err(why.into()));
+        }
+        // Installed by the interpreter's startup (`sitecustomize`) in every run.
+        layers.set("audit-hook", Ok(()));
         let (filter, clone3) = match filters() {
             Ok((f, c)) => {
                 layers.set("seccomp", Ok(()));
