@@ -560,3 +560,57 @@ fn require_sandbox_runs_no_program_while_a_layer_is_missing() {
         assert!(!marker.exists(), "the program ran");
     }
 }
+
+/// What a program leaves for credlint to read (the termination log, the audit hook's log) is
+/// read without following a link and without blocking: a FIFO in the termination log's place
+/// once hung credlint past `--timeout`, and a link in the log's place made credlint read a host
+/// file of the program's choosing (here one whose text reads as an escape). Both are refused
+/// and reported.
+#[test]
+fn what_the_program_leaves_is_read_without_links_or_blocking() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-leftovers");
+    let host = dir.join("host-file");
+    std::fs::write(
+        &host,
+        "read\tESCAPED credlint read a host file through a link\n",
+    )
+    .unwrap();
+    bundle(
+        &dir,
+        &format!(
+            "import os as _o, sitecustomize as _sc\n\
+             _log = getattr(_sc, '_FILES', {{}}).get('/dev/termination-log', '/dev/termination-log')\n\
+             _access = _o.path.join(_o.path.dirname(_log), 'access-log')\n\
+             for _p in (_log, _access):\n\
+             \x20   try:\n\
+             \x20       _o.remove(_p)\n\
+             \x20   except OSError:\n\
+             \x20       pass\n\
+             _o.mkfifo(_log)\n\
+             _o.symlink({host:?}, _access)",
+            host = host.to_string_lossy()
+        ),
+    );
+    let run = simulate(&dir, &[], None);
+    assert!(
+        run.code.is_some() && run.elapsed < Duration::from_secs(120),
+        "credlint hung: {:?} {}",
+        run.elapsed,
+        run.stderr
+    );
+    assert_eq!(run.escapes(), Vec::<String>::new(), "{}", run.stderr);
+    let findings = run.findings();
+    let reported = |needle: &str| {
+        findings
+            .iter()
+            .any(|(rule, m)| rule == "runtime-sandbox-escape" && m.contains(needle))
+    };
+    assert!(reported("/dev/termination-log with a FIFO"), "{findings:?}");
+    assert!(
+        reported("the audit hook's log with a symbolic link"),
+        "{findings:?}"
+    );
+}

@@ -461,8 +461,17 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
                 }
             }
             runs += 1;
-            outcome.termination_message = incluster::take_termination_message(&dir);
             outcome.access = incluster::take_access_log(&dir);
+            outcome.termination_message = match incluster::take_termination_message(&dir) {
+                Ok(text) => text,
+                Err(what) => {
+                    outcome.access.push((
+                        "tamper".into(),
+                        format!("{} with {what}", incluster::TERMINATION_PATH),
+                    ));
+                    String::new()
+                }
+            };
             let mut cluster = lock(&ctx.cluster);
             // The program is done; the controllers finish what its requests started.
             cluster.quiesce();
