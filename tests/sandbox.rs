@@ -614,3 +614,83 @@ fn what_the_program_leaves_is_read_without_links_or_blocking() {
         "{findings:?}"
     );
 }
+
+/// A component bundle whose create.py is `script`.
+fn bundle_of(dir: &Path, script: &str) {
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", script);
+    std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+}
+
+/// The rules a JSON report's findings name, sorted and deduplicated.
+fn rules(run: &Run) -> Vec<String> {
+    let mut rules: Vec<String> = run.findings().into_iter().map(|(r, _)| r).collect();
+    rules.sort();
+    rules.dedup();
+    rules
+}
+
+/// Every run starts in a fresh folder: a program that misbehaves only until it finds its own
+/// marker (left in its working folder, `TMPDIR`, beside its program and beside the hook, as a
+/// pod never would find one: each Job run is a new pod) gets the verdict of the program that
+/// always misbehaves. Before, the marker outlived the first run and every later scenario saw
+/// the correct program.
+#[test]
+fn nothing_a_run_leaves_reaches_the_next() {
+    if !python_or_skip() {
+        return;
+    }
+    let fixtures = common::root().join("fixtures/runtime");
+    let correct = std::fs::read_to_string(fixtures.join("create.py")).unwrap();
+    let faulty = std::fs::read_to_string(fixtures.join("broken/overwrite-value.py")).unwrap();
+    let always = common::temp_dir("sandbox-state-always");
+    bundle_of(&always, &faulty);
+    let marked = common::temp_dir("sandbox-state-marker");
+    bundle_of(
+        &marked,
+        &format!(
+            "import os, sys, sitecustomize\n\
+             places = [os.getcwd(), os.environ.get('TMPDIR', '.'),\n\
+             \x20         os.path.dirname(os.path.abspath(sys.argv[0])),\n\
+             \x20         os.path.dirname(os.path.abspath(sitecustomize.__file__))]\n\
+             seen = any(os.path.exists(os.path.join(p, '.seen')) for p in places)\n\
+             for p in places:\n\
+             \x20   try:\n\
+             \x20       open(os.path.join(p, '.seen'), 'w').close()\n\
+             \x20   except OSError:\n\
+             \x20       pass\n\
+             source = {correct:?} if seen else {faulty:?}\n\
+             exec(compile(source, __file__, 'exec'), {{'__name__': '__main__', '__file__': __file__}})\n"
+        ),
+    );
+    let baseline = simulate(&always, &[], None);
+    assert!(
+        rules(&baseline).contains(&"runtime-value-rewritten".to_string()),
+        "{:?}",
+        baseline.findings()
+    );
+    let run = simulate(&marked, &[], None);
+    assert_eq!(run.code, baseline.code, "{}", run.stderr);
+    assert_eq!(rules(&run), rules(&baseline), "{:?}", run.findings());
+}
+
+/// The program cannot tell a simulation from its pod by a name: nothing in its `__file__`, its
+/// command line, its working folder, `TMPDIR`, its module path or its environment's names
+/// says credlint (before, the run folder was `credlint-sim-<pid>-<hex>`).
+#[test]
+fn no_path_or_name_says_credlint() {
+    if !python_or_skip() {
+        return;
+    }
+    refused(
+        "fingerprint",
+        "import os as _o, sys as _s\n\
+         _seen = [__file__, _o.getcwd(), _o.environ.get('TMPDIR', ''), _o.environ.get('PYTHONPATH', '')]\n\
+         _seen += list(_s.argv) + list(_o.environ)\n\
+         for _v in _seen:\n\
+         \x20   if 'credlint' in _v.lower():\n\
+         \x20       raise SystemExit('ESCAPED saw %r' % _v)\n\
+         for _k, _v in _o.environ.items():\n\
+         \x20   if 'credlint-sim' in _v.lower():\n\
+         \x20       raise SystemExit('ESCAPED saw %s=%r' % (_k, _v))",
+    );
+}

@@ -52,15 +52,23 @@ pub fn random_token(len: usize) -> io::Result<String> {
 pub struct RunDir {
     path: PathBuf,
     fd: std::os::fd::OwnedFd,
+    /// The user its folders were handed to ([`RunDir::hand_to`]), again after [`RunDir::renew`].
+    owner: std::sync::Mutex<Option<u32>>,
 }
+
+/// The folders of a run folder: the service-account files, the hook, the program's working
+/// folder and its `TMPDIR`.
+const SUBFOLDERS: [&str; 4] = ["serviceaccount", "site", "work", "tmp"];
 
 impl RunDir {
     pub fn create() -> io::Result<RunDir> {
         let base = std::env::temp_dir();
         let mut last = io::Error::other("no attempt");
         for _ in 0..8 {
-            let suffix = crate::common::hex(&random_bytes(6)?);
-            let path = base.join(format!("credlint-sim-{}-{suffix}", std::process::id()));
+            // A name like any temporary folder's (mktemp's), nothing that says credlint: the
+            // program sees it in `__file__`, `sys.argv`, its working folder and `TMPDIR`, and
+            // must not tell a simulation from its pod by it.
+            let path = base.join(format!("tmp.{}", random_token(10)?));
             match fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
                     live().push(path.clone());
@@ -77,12 +85,12 @@ impl RunDir {
                             return Err(e.into());
                         }
                     };
-                    let dir = RunDir { path, fd };
-                    for sub in ["serviceaccount", "site", "work", "tmp"] {
-                        fs::DirBuilder::new()
-                            .mode(0o700)
-                            .create(dir.path.join(sub))?;
-                    }
+                    let dir = RunDir {
+                        path,
+                        fd,
+                        owner: std::sync::Mutex::new(None),
+                    };
+                    dir.make_subfolders()?;
                     return Ok(dir);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
@@ -101,10 +109,42 @@ impl RunDir {
     pub fn hand_to(&self, uid: u32) -> io::Result<()> {
         let gid = if uid == 0 { 0 } else { uid };
         std::os::unix::fs::chown(&self.path, Some(uid), Some(gid))?;
-        for sub in ["serviceaccount", "site", "work", "tmp"] {
+        for sub in SUBFOLDERS {
             std::os::unix::fs::lchown(self.path.join(sub), Some(uid), Some(gid))?;
         }
+        *self.owner.lock().unwrap_or_else(|e| e.into_inner()) = Some(uid);
         Ok(())
+    }
+
+    fn make_subfolders(&self) -> io::Result<()> {
+        for sub in SUBFOLDERS {
+            fs::DirBuilder::new()
+                .mode(0o700)
+                .create(self.path.join(sub))?;
+        }
+        Ok(())
+    }
+
+    /// Empties the folder and makes its folders again (handed to the same user), so that
+    /// nothing a run leaves (a marker file in its working folder or `TMPDIR`, a changed hook
+    /// or service-account file) is there for the next: the caller writes the environment and
+    /// the program again. The folder itself stays (the Landlock rule holds it open).
+    pub fn renew(&self) -> io::Result<()> {
+        for entry in fs::read_dir(&self.path)? {
+            let entry = entry?;
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                remove_tree(&path);
+            } else {
+                fs::remove_file(&path)?;
+            }
+        }
+        self.make_subfolders()?;
+        let owner = *self.owner.lock().unwrap_or_else(|e| e.into_inner());
+        match owner {
+            Some(uid) => self.hand_to(uid),
+            None => Ok(()),
+        }
     }
 
     pub fn join(&self, name: &str) -> PathBuf {

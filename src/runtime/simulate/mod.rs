@@ -436,7 +436,11 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
                 cluster.start_run();
                 scenario::snapshot(&cluster)
             };
-            // Rewritten each run: a program may have changed its own files.
+            // A fresh folder for every run: nothing a run leaves (a marker, a changed hook or
+            // program) reaches the next.
+            dir.renew().map_err(temp_err)?;
+            incluster::write_environment(&dir, &ctx.token, &pki.ca_pem, &bundle.namespace, &ports)
+                .map_err(temp_err)?;
             incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
             let confined = confinement.is_some();
             let mut outcome = child::run(
