@@ -694,3 +694,56 @@ fn no_path_or_name_says_credlint() {
          \x20       raise SystemExit('ESCAPED saw %s=%r' % (_k, _v))",
     );
 }
+
+/// Every descendant of a program dies with its run: here a chain of 80 processes, each in a
+/// session of its own (`setsid`, then `fork`), each waiting, and the last one writing a marker
+/// after 3 seconds. Before, killing the chain stopped at 64 links and the rest lived on. The
+/// run is without Landlock, so that a survivor could write its marker outside the run folder.
+#[test]
+fn no_descendant_outlives_the_run() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-descendants");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let marker = dir.join("survived");
+    bundle(
+        &dir,
+        &format!(
+            "import os as _o, select as _sel\n\
+             if _o.fork() == 0:\n\
+             \x20   for _i in range(80):\n\
+             \x20       _o.setsid()\n\
+             \x20       if _o.fork() != 0:\n\
+             \x20           _sel.select([], [], [], 60)\n\
+             \x20           _o._exit(0)\n\
+             \x20   _sel.select([], [], [], 3)\n\
+             \x20   open({marker:?}, 'w').close()\n\
+             \x20   _o._exit(0)",
+            marker = marker.to_string_lossy()
+        ),
+    );
+    let tmp_text = tmp.to_string_lossy().into_owned();
+    let run = simulate_env(
+        &dir,
+        &[],
+        None,
+        &[("CREDLINT_LANDLOCK", "0"), ("TMPDIR", &tmp_text)],
+    );
+    assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
+    // Every process of the program named its run folder, under `tmp`, on its command line.
+    let survivors = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&tmp_text))
+            .collect()
+    };
+    assert_eq!(survivors(), Vec::<String>::new());
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!marker.exists(), "a descendant outlived the run");
+    assert_eq!(survivors(), Vec::<String>::new());
+}

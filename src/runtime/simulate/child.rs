@@ -143,7 +143,10 @@ fn kill_orphans() {
 }
 
 fn kill_orphans_locked(started: &[libc::pid_t]) {
-    for _ in 0..64 {
+    // Round after round: each kill hands the killed one's children to credlint. Bounded by
+    // time, not by a count a chain of sessions could outgrow (one deeper than 64 once escaped).
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
         let found = orphans(started);
         if found.is_empty() {
             return;
