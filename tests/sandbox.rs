@@ -707,7 +707,11 @@ fn no_descendant_outlives_the_run() {
     let dir = common::temp_dir("sandbox-descendants");
     let tmp = dir.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let marker = dir.join("survived");
+    // Writable for the pod's user the program runs as under root.
+    let shared = dir.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let marker = shared.join("survived");
     bundle(
         &dir,
         &format!(
@@ -746,4 +750,71 @@ fn no_descendant_outlives_the_run() {
     std::thread::sleep(Duration::from_secs(4));
     assert!(!marker.exists(), "a descendant outlived the run");
     assert_eq!(survivors(), Vec::<String>::new());
+}
+
+/// The report's namespaces are the program's: each one the report says held is another
+/// namespace than credlint's (the program compares its own `/proc/self/ns/*` with credlint's,
+/// which this test shares), and each one it says is missing is the same. Run without Landlock,
+/// which keeps `/proc` from the program.
+#[test]
+fn the_namespaces_the_report_names_are_the_programs() {
+    if !python_or_skip() {
+        return;
+    }
+    let kinds = [
+        ("user-namespace", "user"),
+        ("mount-namespace", "mnt"),
+        ("pid-namespace", "pid"),
+        ("network-namespace", "net"),
+        ("ipc-namespace", "ipc"),
+        ("uts-namespace", "uts"),
+    ];
+    let ours: Vec<(&str, String)> = kinds
+        .iter()
+        .map(|(_, ns)| {
+            let link = std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+            (*ns, link.to_string_lossy().into_owned())
+        })
+        .collect();
+    let dir = common::temp_dir("sandbox-namespaces");
+    // Writable for the pod's user the program runs as under root.
+    let shared = dir.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let record = shared.join("namespaces");
+    bundle(
+        &dir,
+        &format!(
+            "import os as _o\n\
+             with open({record:?}, 'w') as _f:\n\
+             \x20   for _ns in {names:?}:\n\
+             \x20       _f.write(_ns + ' ' + _o.readlink('/proc/self/ns/' + _ns) + '\\n')\n\
+             \x20   _f.write('pid1 %d\\n' % (_o.getpid() == 1))",
+            record = record.to_string_lossy(),
+            names = ours.iter().map(|(ns, _)| *ns).collect::<Vec<_>>(),
+        ),
+    );
+    // The write outside the run folder is reported (runtime-sandbox-escape); it is the point.
+    let run = simulate_env(&dir, &[], None, &[("CREDLINT_LANDLOCK", "0")]);
+    let (held, _) = layers(&run.report()["summary"]["sandbox"]);
+    let seen = std::fs::read_to_string(&record)
+        .unwrap_or_else(|e| panic!("{e}: {:?} {}", run.findings(), run.stderr));
+    for ((layer, ns), (_, mine)) in kinds.iter().zip(&ours) {
+        let theirs = seen
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{ns} ")))
+            .unwrap_or_else(|| panic!("{ns}: {seen}"));
+        let own = theirs != mine;
+        assert_eq!(
+            own,
+            held.iter().any(|l| l == layer),
+            "{layer}: the program's {theirs}, credlint's {mine}; held: {held:?}"
+        );
+    }
+    if held.iter().any(|l| l == "pid-namespace") {
+        assert!(
+            seen.contains("pid1 1"),
+            "the program is its namespace's first: {seen}"
+        );
+    }
 }

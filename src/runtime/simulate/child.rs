@@ -585,8 +585,10 @@ child = os.fork()
 if child == 0:
     os.setsid()
     if os.fork() == 0:
+        # Its pid as credlint sees it (/proc is the host's): inside a PID namespace,
+        # getpid() answers the namespace's own number.
         with open(pidfile + ".tmp", "w") as f:
-            f.write(str(os.getpid()))
+            f.write(os.readlink("/proc/self"))
         os.rename(pidfile + ".tmp", pidfile)
         time.sleep(60)
     os._exit(0)
