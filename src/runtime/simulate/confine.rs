@@ -581,6 +581,12 @@ impl Confine {
                     if namespaces != 0 {
                         unshare(namespaces).map_err(io::Error::from_raw_os_error)?;
                     }
+                    // Forked as root, whom the process limit does not bind: as the pod's user
+                    // the fork would count against that user's processes across the machine,
+                    // which another program's fork bomb may have used up.
+                    if namespaces & libc::CLONE_NEWPID != 0 {
+                        first_of_pid_namespace()?;
+                    }
                 }
                 if user {
                     check(libc::setgroups(0, std::ptr::null()))?;
@@ -594,7 +600,7 @@ impl Confine {
                     unshare(libc::CLONE_NEWUSER | others).map_err(io::Error::from_raw_os_error)?;
                     map_ids(uid_map, gid_map).map_err(io::Error::from_raw_os_error)?;
                 }
-                if namespaces & libc::CLONE_NEWPID != 0 && (root || user_namespace.is_some()) {
+                if !root && user_namespace.is_some() && namespaces & libc::CLONE_NEWPID != 0 {
                     first_of_pid_namespace()?;
                 }
                 check(libc::prctl(
