@@ -818,3 +818,83 @@ fn the_namespaces_the_report_names_are_the_programs() {
         );
     }
 }
+
+/// Where the container refuses namespaces (Docker's default seccomp profile refuses
+/// `unshare`), the run goes on without them and says so: every namespace is named as missing
+/// with the refusal, the correct program still passes, and `--require-sandbox` runs nothing.
+/// The refusal is played by a seccomp filter credlint is started under.
+#[test]
+fn a_container_that_refuses_namespaces_gets_a_run_that_says_so() {
+    if !python_or_skip() {
+        return;
+    }
+    let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().unwrap();
+    let mut rules = std::collections::BTreeMap::new();
+    rules.insert(libc::SYS_unshare, Vec::new());
+    let filter: seccompiler::BpfProgram = seccompiler::SeccompFilter::new(
+        rules,
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .unwrap()
+    .try_into()
+    .unwrap();
+    let dir = common::temp_dir("sandbox-refused-namespaces");
+    bundle(&dir, "");
+    let run_under_filter = |extra: &[&str]| {
+        let mut command = common::command();
+        command
+            .args([
+                "simulate",
+                "--no-cache",
+                "--format",
+                "json",
+                "--timeout",
+                "20",
+            ])
+            .args(extra)
+            .arg(dir.as_path())
+            .stdin(Stdio::null());
+        let filter = filter.clone();
+        // SAFETY: prctl and seccomp(2) on a filter compiled before the fork; no allocation.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                seccompiler::apply_filter(&filter).map_err(std::io::Error::other)
+            });
+        }
+        command.output().unwrap()
+    };
+    let out = run_under_filter(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let (_, missing) = layers(&report["summary"]["sandbox"]);
+    for layer in [
+        "user-namespace",
+        "mount-namespace",
+        "pid-namespace",
+        "ipc-namespace",
+        "uts-namespace",
+    ] {
+        assert!(
+            missing
+                .iter()
+                .any(|(l, why)| l == layer && why.contains("refused")),
+            "{layer}: {missing:?}"
+        );
+    }
+    assert!(stderr.contains("pid-namespace"), "a note says so: {stderr}");
+    // The correct program ran without them and passed every scenario.
+    assert_eq!(out.status.code(), Some(0), "{report} {stderr}");
+    assert!(report["summary"]["runs"].as_u64() > Some(0), "{report}");
+
+    let required = run_under_filter(&["--require-sandbox"]);
+    let stderr = String::from_utf8_lossy(&required.stderr);
+    assert_eq!(required.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pid-namespace (refused"), "{stderr}");
+    assert!(required.stdout.is_empty(), "no report: no program ran");
+}
