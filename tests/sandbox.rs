@@ -789,7 +789,8 @@ fn the_namespaces_the_report_names_are_the_programs() {
              with open({record:?}, 'w') as _f:\n\
              \x20   for _ns in {names:?}:\n\
              \x20       _f.write(_ns + ' ' + _o.readlink('/proc/self/ns/' + _ns) + '\\n')\n\
-             \x20   _f.write('pid1 %d\\n' % (_o.getpid() == 1))",
+             \x20   _f.write('pid1 %d\\n' % (_o.getpid() == 1))\n\
+             \x20   _f.write('host ' + _o.uname().nodename + '\\n')",
             record = record.to_string_lossy(),
             names = ours.iter().map(|(ns, _)| *ns).collect::<Vec<_>>(),
         ),
@@ -816,6 +817,10 @@ fn the_namespaces_the_report_names_are_the_programs() {
             seen.contains("pid1 1"),
             "the program is its namespace's first: {seen}"
         );
+    }
+    if held.iter().any(|l| l == "uts-namespace") {
+        // Its pod's name: the Job's and five random characters.
+        assert!(seen.contains("\nhost shop-db-credentials-"), "{seen}");
     }
 }
 

@@ -413,6 +413,8 @@ pub struct Confine {
     namespaces: libc::c_int,
     /// Make a user namespace, mapping `uid_map` and `gid_map` (the user the program runs as).
     user_namespace: Option<(Vec<u8>, Vec<u8>)>,
+    /// The host name in the program's UTS namespace: its pod's name, not the host's.
+    hostname: Vec<u8>,
     pub layers: Layers,
 }
 
@@ -479,8 +481,17 @@ impl Confine {
             cpu_seconds: timeout.as_secs().saturating_add(2),
             namespaces,
             user_namespace,
+            hostname: b"credentials".to_vec(),
             layers,
         }
+    }
+
+    /// The program's host name, where it has a UTS namespace: a Job pod's name is the Job's
+    /// and five random characters (at most 63 bytes, as a host name may be).
+    pub fn with_hostname(&mut self, job: &str, suffix: &str) {
+        let mut name = format!("{job}-{}", suffix.to_ascii_lowercase()).into_bytes();
+        name.truncate(63);
+        self.hostname = name;
     }
 
     /// Whether the program may run as the pod's user: credlint is root.
@@ -534,6 +545,13 @@ impl Confine {
         let limits = limits(self.cpu_seconds, user);
         let namespaces = self.namespaces;
         let user_namespace = self.user_namespace.clone();
+        let hostname = self.hostname.clone();
+        let name_host = move || {
+            if namespaces & libc::CLONE_NEWUTS != 0 {
+                // SAFETY: a buffer and its length, alive for the call.
+                unsafe { libc::sethostname(hostname.as_ptr().cast(), hostname.len()) };
+            }
+        };
         move || {
             let check = |rc: libc::c_int| {
                 if rc < 0 {
@@ -580,6 +598,7 @@ impl Confine {
                     // Made while root may: a user namespace adds nothing to what root may.
                     if namespaces != 0 {
                         unshare(namespaces).map_err(io::Error::from_raw_os_error)?;
+                        name_host();
                     }
                     // Forked as root, whom the process limit does not bind: as the pod's user
                     // the fork would count against that user's processes across the machine,
@@ -599,6 +618,9 @@ impl Confine {
                     let others = if root { 0 } else { namespaces };
                     unshare(libc::CLONE_NEWUSER | others).map_err(io::Error::from_raw_os_error)?;
                     map_ids(uid_map, gid_map).map_err(io::Error::from_raw_os_error)?;
+                    if !root {
+                        name_host();
+                    }
                 }
                 if !root && user_namespace.is_some() && namespaces & libc::CLONE_NEWPID != 0 {
                     first_of_pid_namespace()?;

@@ -367,6 +367,10 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         child::RunError::Files(e) => temp_err(e),
     };
     let mut confine = confine::Confine::new(opts.timeout);
+    confine.with_hostname(
+        &format!("{}-credentials", bundle.owner),
+        &incluster::random_token(5).map_err(temp_err)?,
+    );
     let interpreter = child::resolve_python(
         &opts.python,
         &dir,
