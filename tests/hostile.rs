@@ -1234,11 +1234,32 @@ fn simulate_stopped_by_a_signal_kills_the_program_and_removes_its_run_folder() {
         while pidfile().is_none() && started.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let program: i32 = std::fs::read_to_string(pidfile().expect("the program started"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        assert!(pidfile().is_some(), "the program started");
+        // Its pid as this test sees it: the program may run in a PID namespace of its own,
+        // where getpid() answers the namespace's number. Its command line names its run
+        // folder, under `tmp`.
+        let tmp_text = tmp.to_string_lossy().into_owned();
+        // Looked for until one runs: its sleep is virtual, so it ends at once, and each run
+        // starts it again.
+        let find = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| {
+                    let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
+                    let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+                    String::from_utf8_lossy(&cmdline)
+                        .contains(&tmp_text)
+                        .then_some(pid)
+                })
+                .next()
+        };
+        let mut program = find();
+        while program.is_none() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(1));
+            program = find();
+        }
+        let program = program.expect("the program's process");
         assert!(
             std::fs::read_dir(&tmp).unwrap().count() > 0,
             "a run folder exists"

@@ -79,8 +79,14 @@ fn bundle(dir: &Path, prefix: &str) {
 /// credlint inherits open (without close-on-exec) as descriptor 9, as a careless CI step
 /// could hand it one.
 fn simulate(dir: &Path, extra: &[&str], inherit: Option<&Path>) -> Run {
+    simulate_env(dir, extra, inherit, &[])
+}
+
+/// [`simulate`] with `env` added to credlint's environment.
+fn simulate_env(dir: &Path, extra: &[&str], inherit: Option<&Path>, env: &[(&str, &str)]) -> Run {
     let mut command = common::command();
     command
+        .envs(env.iter().copied())
         // No cache: each test is about what the program does when it runs.
         .args([
             "simulate",
@@ -367,4 +373,533 @@ fn the_audit_hook_cannot_be_silenced_by_the_program() {
         run.stderr
     );
     assert!(escaped("gc.get_referrers"), "{findings:?}\n{}", run.stderr);
+}
+
+/// Every layer a report can name (docs/simulate.md lists them).
+const LAYERS: [&str; 16] = [
+    "user-namespace",
+    "mount-namespace",
+    "pid-namespace",
+    "network-namespace",
+    "ipc-namespace",
+    "uts-namespace",
+    "user",
+    "capabilities",
+    "no-new-privs",
+    "seccomp",
+    "rlimits",
+    "process-limit",
+    "session",
+    "descriptors",
+    "landlock",
+    "audit-hook",
+];
+
+/// `(held, [(missing layer, why)])` of a JSON report's `summary.sandbox` (or SARIF's run
+/// properties), with each of [`LAYERS`] named exactly once in one of the two.
+fn layers(sandbox: &serde_json::Value) -> (Vec<String>, Vec<(String, String)>) {
+    let held: Vec<String> = sandbox["held"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no sandbox.held: {sandbox}"))
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect();
+    let missing: Vec<(String, String)> = sandbox["missing"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no sandbox.missing: {sandbox}"))
+        .iter()
+        .map(|l| {
+            (
+                l["layer"].as_str().unwrap().to_string(),
+                l["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut named: Vec<&str> = held
+        .iter()
+        .map(String::as_str)
+        .chain(missing.iter().map(|(l, _)| l.as_str()))
+        .collect();
+    named.sort_unstable();
+    let mut all = LAYERS.to_vec();
+    all.sort_unstable();
+    assert_eq!(named, all, "each layer named once: {sandbox}");
+    for (layer, why) in &missing {
+        assert!(
+            !why.trim().is_empty(),
+            "{layer} is missing without a reason"
+        );
+    }
+    (held, missing)
+}
+
+/// A program that writes outside its folder, as an unconfined run lets it.
+fn writes_outside(dir: &Path) -> std::path::PathBuf {
+    let marker = dir.join("ran-unconfined");
+    bundle(
+        dir,
+        &format!(
+            "try:\n\
+             \x20   open({marker:?}, 'w').close()\n\
+             except OSError:\n\
+             \x20   pass",
+            marker = marker.to_string_lossy()
+        ),
+    );
+    marker
+}
+
+/// Every report names the sandbox's layers: those that held, and each missing one with its
+/// reason (the text summary, `summary.sandbox` in JSON, the run's properties in SARIF). With
+/// Landlock turned off, the report says so: the run is not silently less confined.
+#[test]
+fn every_report_names_the_layers_that_held_and_why_the_others_did_not() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-layers");
+    bundle(&dir, "");
+    let run = simulate(&dir, &[], None);
+    assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
+    let (held, missing) = layers(&run.report()["summary"]["sandbox"]);
+    // Held wherever credlint runs: what needs no privilege and no kernel feature.
+    for layer in [
+        "no-new-privs",
+        "rlimits",
+        "session",
+        "descriptors",
+        "audit-hook",
+    ] {
+        assert!(
+            held.iter().any(|l| l == layer),
+            "{layer}: {held:?} {missing:?}"
+        );
+    }
+
+    let off = simulate_env(&dir, &[], None, &[("CREDLINT_LANDLOCK", "0")]);
+    assert_eq!(off.code, Some(0), "{}", off.stderr);
+    let (_, missing) = layers(&off.report()["summary"]["sandbox"]);
+    assert!(
+        missing
+            .iter()
+            .any(|(l, why)| l == "landlock" && why.contains("CREDLINT_LANDLOCK=0")),
+        "{missing:?}"
+    );
+
+    // The other two reports of the same run, beside the JSON on standard output.
+    let sarif = dir.join("report.sarif");
+    let text = dir.join("report.txt");
+    let reports = simulate_env(
+        &dir,
+        &[
+            "--format",
+            "sarif",
+            "--output-file",
+            sarif.to_str().unwrap(),
+            "--format",
+            "text",
+            "--output-file",
+            text.to_str().unwrap(),
+        ],
+        None,
+        &[("CREDLINT_LANDLOCK", "0")],
+    );
+    assert_eq!(reports.code, Some(0), "{}", reports.stderr);
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+    let (_, missing) = layers(&log["runs"][0]["properties"]["sandbox"]);
+    assert!(missing.iter().any(|(l, _)| l == "landlock"), "{missing:?}");
+    let text = std::fs::read_to_string(&text).unwrap();
+    assert!(
+        text.contains("sandbox: not held: landlock: CREDLINT_LANDLOCK=0 is set"),
+        "{text}"
+    );
+    assert!(text.contains(" layers held: "), "{text}");
+}
+
+/// `--require-sandbox` starts no program while a layer is missing: exit 2, each missing layer
+/// named; a program that would write outside its folder never ran. Where every layer holds,
+/// the run is as without the flag.
+#[test]
+fn require_sandbox_runs_no_program_while_a_layer_is_missing() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-require");
+    let marker = writes_outside(&dir);
+    let run = simulate_env(
+        &dir,
+        &["--require-sandbox"],
+        None,
+        &[("CREDLINT_LANDLOCK", "0")],
+    );
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--require-sandbox") && run.stderr.contains("landlock ("),
+        "{}",
+        run.stderr
+    );
+    assert!(!marker.exists(), "the program ran");
+
+    // Without the override: what this machine gives decides.
+    let plain = simulate(&dir, &[], None);
+    let (_, missing) = layers(&plain.report()["summary"]["sandbox"]);
+    let _ = std::fs::remove_file(&marker);
+    let required = simulate(&dir, &["--require-sandbox"], None);
+    if missing.is_empty() {
+        assert_eq!(required.code, plain.code, "{}", required.stderr);
+    } else {
+        assert_eq!(required.code, Some(2), "{}", required.stderr);
+        for (layer, why) in &missing {
+            assert!(
+                required.stderr.contains(&format!("{layer} ({why})")),
+                "{layer}: {}",
+                required.stderr
+            );
+        }
+        assert!(!marker.exists(), "the program ran");
+    }
+}
+
+/// What a program leaves for credlint to read (the termination log, the audit hook's log) is
+/// read without following a link and without blocking: a FIFO in the termination log's place
+/// once hung credlint past `--timeout`, and a link in the log's place made credlint read a host
+/// file of the program's choosing (here one whose text reads as an escape). Both are refused
+/// and reported.
+#[test]
+fn what_the_program_leaves_is_read_without_links_or_blocking() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-leftovers");
+    let host = dir.join("host-file");
+    std::fs::write(
+        &host,
+        "read\tESCAPED credlint read a host file through a link\n",
+    )
+    .unwrap();
+    bundle(
+        &dir,
+        &format!(
+            "import os as _o, sitecustomize as _sc\n\
+             _log = getattr(_sc, '_FILES', {{}}).get('/dev/termination-log', '/dev/termination-log')\n\
+             _access = _o.path.join(_o.path.dirname(_log), 'access-log')\n\
+             for _p in (_log, _access):\n\
+             \x20   try:\n\
+             \x20       _o.remove(_p)\n\
+             \x20   except OSError:\n\
+             \x20       pass\n\
+             _o.mkfifo(_log)\n\
+             _o.symlink({host:?}, _access)",
+            host = host.to_string_lossy()
+        ),
+    );
+    let run = simulate(&dir, &[], None);
+    assert!(
+        run.code.is_some() && run.elapsed < Duration::from_secs(120),
+        "credlint hung: {:?} {}",
+        run.elapsed,
+        run.stderr
+    );
+    assert_eq!(run.escapes(), Vec::<String>::new(), "{}", run.stderr);
+    let findings = run.findings();
+    let reported = |needle: &str| {
+        findings
+            .iter()
+            .any(|(rule, m)| rule == "runtime-sandbox-escape" && m.contains(needle))
+    };
+    assert!(reported("/dev/termination-log with a FIFO"), "{findings:?}");
+    assert!(
+        reported("the audit hook's log with a symbolic link"),
+        "{findings:?}"
+    );
+}
+
+/// A component bundle whose create.py is `script`.
+fn bundle_of(dir: &Path, script: &str) {
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", script);
+    std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+}
+
+/// The rules a JSON report's findings name, sorted and deduplicated.
+fn rules(run: &Run) -> Vec<String> {
+    let mut rules: Vec<String> = run.findings().into_iter().map(|(r, _)| r).collect();
+    rules.sort();
+    rules.dedup();
+    rules
+}
+
+/// Every run starts in a fresh folder: a program that misbehaves only until it finds its own
+/// marker (left in its working folder, `TMPDIR`, beside its program and beside the hook, as a
+/// pod never would find one: each Job run is a new pod) gets the verdict of the program that
+/// always misbehaves. Before, the marker outlived the first run and every later scenario saw
+/// the correct program.
+#[test]
+fn nothing_a_run_leaves_reaches_the_next() {
+    if !python_or_skip() {
+        return;
+    }
+    let fixtures = common::root().join("fixtures/runtime");
+    let correct = std::fs::read_to_string(fixtures.join("create.py")).unwrap();
+    let faulty = std::fs::read_to_string(fixtures.join("broken/overwrite-value.py")).unwrap();
+    let always = common::temp_dir("sandbox-state-always");
+    bundle_of(&always, &faulty);
+    let marked = common::temp_dir("sandbox-state-marker");
+    bundle_of(
+        &marked,
+        &format!(
+            "import os, sys, sitecustomize\n\
+             places = [os.getcwd(), os.environ.get('TMPDIR', '.'),\n\
+             \x20         os.path.dirname(os.path.abspath(sys.argv[0])),\n\
+             \x20         os.path.dirname(os.path.abspath(sitecustomize.__file__))]\n\
+             seen = any(os.path.exists(os.path.join(p, '.seen')) for p in places)\n\
+             for p in places:\n\
+             \x20   try:\n\
+             \x20       open(os.path.join(p, '.seen'), 'w').close()\n\
+             \x20   except OSError:\n\
+             \x20       pass\n\
+             source = {correct:?} if seen else {faulty:?}\n\
+             exec(compile(source, __file__, 'exec'), {{'__name__': '__main__', '__file__': __file__}})\n"
+        ),
+    );
+    let baseline = simulate(&always, &[], None);
+    assert!(
+        rules(&baseline).contains(&"runtime-value-rewritten".to_string()),
+        "{:?}",
+        baseline.findings()
+    );
+    let run = simulate(&marked, &[], None);
+    assert_eq!(run.code, baseline.code, "{}", run.stderr);
+    assert_eq!(rules(&run), rules(&baseline), "{:?}", run.findings());
+}
+
+/// The program cannot tell a simulation from its pod by a name: nothing in its `__file__`, its
+/// command line, its working folder, `TMPDIR`, its module path or its environment's names
+/// says credlint (before, the run folder was `credlint-sim-<pid>-<hex>`).
+#[test]
+fn no_path_or_name_says_credlint() {
+    if !python_or_skip() {
+        return;
+    }
+    refused(
+        "fingerprint",
+        "import os as _o, sys as _s\n\
+         _seen = [__file__, _o.getcwd(), _o.environ.get('TMPDIR', ''), _o.environ.get('PYTHONPATH', '')]\n\
+         _seen += list(_s.argv) + list(_o.environ)\n\
+         for _v in _seen:\n\
+         \x20   if 'credlint' in _v.lower():\n\
+         \x20       raise SystemExit('ESCAPED saw %r' % _v)\n\
+         for _k, _v in _o.environ.items():\n\
+         \x20   if 'credlint-sim' in _v.lower():\n\
+         \x20       raise SystemExit('ESCAPED saw %s=%r' % (_k, _v))",
+    );
+}
+
+/// Every descendant of a program dies with its run: here a chain of 80 processes, each in a
+/// session of its own (`setsid`, then `fork`), each waiting, and the last one writing a marker
+/// after 3 seconds. Before, killing the chain stopped at 64 links and the rest lived on. The
+/// run is without Landlock, so that a survivor could write its marker outside the run folder.
+#[test]
+fn no_descendant_outlives_the_run() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-descendants");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    // Writable for the pod's user the program runs as under root.
+    let shared = dir.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let marker = shared.join("survived");
+    bundle(
+        &dir,
+        &format!(
+            "import os as _o, select as _sel\n\
+             if _o.fork() == 0:\n\
+             \x20   for _i in range(80):\n\
+             \x20       _o.setsid()\n\
+             \x20       if _o.fork() != 0:\n\
+             \x20           _sel.select([], [], [], 60)\n\
+             \x20           _o._exit(0)\n\
+             \x20   _sel.select([], [], [], 3)\n\
+             \x20   open({marker:?}, 'w').close()\n\
+             \x20   _o._exit(0)",
+            marker = marker.to_string_lossy()
+        ),
+    );
+    let tmp_text = tmp.to_string_lossy().into_owned();
+    let run = simulate_env(
+        &dir,
+        &[],
+        None,
+        &[("CREDLINT_LANDLOCK", "0"), ("TMPDIR", &tmp_text)],
+    );
+    assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
+    // Every process of the program named its run folder, under `tmp`, on its command line.
+    let survivors = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&tmp_text))
+            .collect()
+    };
+    assert_eq!(survivors(), Vec::<String>::new());
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!marker.exists(), "a descendant outlived the run");
+    assert_eq!(survivors(), Vec::<String>::new());
+}
+
+/// The report's namespaces are the program's: each one the report says held is another
+/// namespace than credlint's (the program compares its own `/proc/self/ns/*` with credlint's,
+/// which this test shares), and each one it says is missing is the same. Run without Landlock,
+/// which keeps `/proc` from the program.
+#[test]
+fn the_namespaces_the_report_names_are_the_programs() {
+    if !python_or_skip() {
+        return;
+    }
+    let kinds = [
+        ("user-namespace", "user"),
+        ("mount-namespace", "mnt"),
+        ("pid-namespace", "pid"),
+        ("network-namespace", "net"),
+        ("ipc-namespace", "ipc"),
+        ("uts-namespace", "uts"),
+    ];
+    let ours: Vec<(&str, String)> = kinds
+        .iter()
+        .map(|(_, ns)| {
+            let link = std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+            (*ns, link.to_string_lossy().into_owned())
+        })
+        .collect();
+    let dir = common::temp_dir("sandbox-namespaces");
+    // Writable for the pod's user the program runs as under root.
+    let shared = dir.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let record = shared.join("namespaces");
+    bundle(
+        &dir,
+        &format!(
+            "import os as _o\n\
+             with open({record:?}, 'w') as _f:\n\
+             \x20   for _ns in {names:?}:\n\
+             \x20       _f.write(_ns + ' ' + _o.readlink('/proc/self/ns/' + _ns) + '\\n')\n\
+             \x20   _f.write('pid1 %d\\n' % (_o.getpid() == 1))\n\
+             \x20   _f.write('host ' + _o.uname().nodename + '\\n')",
+            record = record.to_string_lossy(),
+            names = ours.iter().map(|(ns, _)| *ns).collect::<Vec<_>>(),
+        ),
+    );
+    // The write outside the run folder is reported (runtime-sandbox-escape); it is the point.
+    let run = simulate_env(&dir, &[], None, &[("CREDLINT_LANDLOCK", "0")]);
+    let (held, _) = layers(&run.report()["summary"]["sandbox"]);
+    let seen = std::fs::read_to_string(&record)
+        .unwrap_or_else(|e| panic!("{e}: {:?} {}", run.findings(), run.stderr));
+    for ((layer, ns), (_, mine)) in kinds.iter().zip(&ours) {
+        let theirs = seen
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{ns} ")))
+            .unwrap_or_else(|| panic!("{ns}: {seen}"));
+        let own = theirs != mine;
+        assert_eq!(
+            own,
+            held.iter().any(|l| l == layer),
+            "{layer}: the program's {theirs}, credlint's {mine}; held: {held:?}"
+        );
+    }
+    if held.iter().any(|l| l == "pid-namespace") {
+        assert!(
+            seen.contains("pid1 1"),
+            "the program is its namespace's first: {seen}"
+        );
+    }
+    if held.iter().any(|l| l == "uts-namespace") {
+        // Its pod's name: the Job's and five random characters.
+        assert!(seen.contains("\nhost shop-db-credentials-"), "{seen}");
+    }
+}
+
+/// Where the container refuses namespaces (Docker's default seccomp profile refuses
+/// `unshare`), the run goes on without them and says so: every namespace is named as missing
+/// with the refusal, the correct program still passes, and `--require-sandbox` runs nothing.
+/// The refusal is played by a seccomp filter credlint is started under.
+#[test]
+fn a_container_that_refuses_namespaces_gets_a_run_that_says_so() {
+    if !python_or_skip() {
+        return;
+    }
+    let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().unwrap();
+    let mut rules = std::collections::BTreeMap::new();
+    rules.insert(libc::SYS_unshare, Vec::new());
+    let filter: seccompiler::BpfProgram = seccompiler::SeccompFilter::new(
+        rules,
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .unwrap()
+    .try_into()
+    .unwrap();
+    let dir = common::temp_dir("sandbox-refused-namespaces");
+    bundle(&dir, "");
+    let run_under_filter = |extra: &[&str]| {
+        let mut command = common::command();
+        command
+            .args([
+                "simulate",
+                "--no-cache",
+                "--format",
+                "json",
+                "--timeout",
+                "20",
+            ])
+            .args(extra)
+            .arg(dir.as_path())
+            .stdin(Stdio::null());
+        let filter = filter.clone();
+        // SAFETY: prctl and seccomp(2) on a filter compiled before the fork; no allocation.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                seccompiler::apply_filter(&filter).map_err(std::io::Error::other)
+            });
+        }
+        command.output().unwrap()
+    };
+    let out = run_under_filter(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let (_, missing) = layers(&report["summary"]["sandbox"]);
+    for layer in [
+        "user-namespace",
+        "mount-namespace",
+        "pid-namespace",
+        "ipc-namespace",
+        "uts-namespace",
+    ] {
+        assert!(
+            missing
+                .iter()
+                .any(|(l, why)| l == layer && why.contains("refused")),
+            "{layer}: {missing:?}"
+        );
+    }
+    assert!(stderr.contains("pid-namespace"), "a note says so: {stderr}");
+    // The correct program ran without them and passed every scenario.
+    assert_eq!(out.status.code(), Some(0), "{report} {stderr}");
+    assert!(report["summary"]["runs"].as_u64() > Some(0), "{report}");
+
+    let required = run_under_filter(&["--require-sandbox"]);
+    let stderr = String::from_utf8_lossy(&required.stderr);
+    assert_eq!(required.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pid-namespace (refused"), "{stderr}");
+    assert!(required.stdout.is_empty(), "no report: no program ran");
 }

@@ -11,12 +11,14 @@
 
 use super::{Cache, HEADER, MAX_ENTRY_BYTES, body, read_entry, seal, write_atomically};
 pub use crate::runtime::simulate::Simulated;
-use crate::runtime::simulate::{RULES, RoleRule, SCENARIOS, SimBundle, SimFinding, SimOptions};
+use crate::runtime::simulate::{
+    LAYER_NAMES, Layers, RULES, RoleRule, SCENARIOS, SimBundle, SimFinding, SimOptions,
+};
 use sha2::{Digest, Sha256};
 use std::sync::atomic::Ordering;
 
 /// The start of every simulation entry's body (its format's version in the last byte).
-const TAG: &[u8; 4] = b"sim\x02";
+const TAG: &[u8; 4] = b"sim\x03";
 /// The most findings, and the longest text, an entry is read back with: far above what a
 /// simulation reports (a few dozen findings of a few hundred bytes).
 const MAX_FINDINGS: usize = 1 << 16;
@@ -49,6 +51,9 @@ impl SimContext {
             python,
             timeout,
             confine,
+            // Decides whether a program runs, not what it does: a kept verdict carries the
+            // layers it was reached under, which `cli::simulate` checks against the flag.
+            require_sandbox: _,
         } = options;
         let mut state = Sha256::new();
         field(&mut state, b"credlint-simulation");
@@ -138,7 +143,8 @@ impl Cache {
 
 /// `TAG`, the counts, then each finding: its rule's and scenario's index, the run, the warning
 /// flag, the request (a flag and the text), the message and the origin line (a flag and the
-/// line). Lengths and counts are u32 LE.
+/// line); then the sandbox's layers: their count, and each layer's index in `LAYER_NAMES`,
+/// whether it held, and (where it did not) why. Lengths and counts are u32 LE.
 pub(super) fn encode(s: &Simulated) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(64 + s.findings.len() * 128);
     out.extend_from_slice(TAG);
@@ -165,6 +171,18 @@ pub(super) fn encode(s: &Simulated) -> Option<Vec<u8>> {
             Some(line) => {
                 out.push(1);
                 out.extend_from_slice(&line.to_le_bytes());
+            }
+        }
+    }
+    out.extend_from_slice(&count(s.layers.entries.len())?);
+    for (name, state) in &s.layers.entries {
+        out.push(LAYER_NAMES.iter().position(|n| n == name)? as u8);
+        match state {
+            Ok(()) => out.push(1),
+            Err(why) => {
+                out.push(0);
+                out.extend_from_slice(&count(why.len())?);
+                out.extend_from_slice(why.as_bytes());
             }
         }
     }
@@ -216,11 +234,30 @@ pub(super) fn decode(bytes: &[u8]) -> Option<Simulated> {
             origin,
         });
     }
+    let mut layers = Layers::default();
+    let count = r.u32()? as usize;
+    if count > LAYER_NAMES.len() {
+        return None;
+    }
+    for _ in 0..count {
+        let head = r.take(2)?;
+        let name = *LAYER_NAMES.get(usize::from(head[0]))?;
+        let state = match head[1] {
+            1 => Ok(()),
+            0 => Err(r.string()?),
+            _ => return None,
+        };
+        if layers.entries.iter().any(|(n, _)| *n == name) {
+            return None;
+        }
+        layers.entries.push((name, state));
+    }
     (r.at == bytes.len()).then_some(Simulated {
         findings,
         scenarios,
         runs,
         timed_out: false,
+        layers,
     })
 }
 
@@ -276,6 +313,13 @@ mod tests {
             scenarios: 9,
             runs: 18,
             timed_out: false,
+            layers: Layers {
+                entries: vec![
+                    ("pid-namespace", Err("refused: ünïcode".into())),
+                    ("seccomp", Ok(())),
+                    ("audit-hook", Ok(())),
+                ],
+            },
         }
     }
 
@@ -350,6 +394,7 @@ mod tests {
             python: "python3".into(),
             timeout: std::time::Duration::from_secs(20),
             confine: true,
+            require_sandbox: false,
         };
         let context = SimContext::new(&options, "python 3.12");
         let base = context.key(&bundle(), &[]);

@@ -178,6 +178,10 @@ pub struct SimulateArgs {
     /// lasted 2 seconds (not with --quiet), `always` a line per bundle, `never`.
     #[arg(long, value_enum, default_value_t = ProgressChoice::Auto, value_name = "WHEN")]
     pub progress: ProgressChoice,
+    /// Run no program unless every layer of the pod's sandbox holds (namespaces, the pod's
+    /// user, seccomp, Landlock, ...): exit 2 naming each missing layer and why.
+    #[arg(long)]
+    pub require_sandbox: bool,
 }
 
 /// `simulate --progress`.
@@ -684,6 +688,7 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
         python: args.python.clone(),
         timeout: std::time::Duration::from_secs(args.timeout),
         confine: true,
+        require_sandbox: args.require_sandbox,
     };
     let cache_dir = crate::cache::folder(
         args.cache_dir.as_deref(),
@@ -729,6 +734,7 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
         findings,
         skipped,
         counts,
+        layers,
     } = match simulated {
         Ok(result) => result,
         Err(e) => return usage_error(format!("cannot simulate: {e}")),
@@ -744,6 +750,14 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
     }
     outcome.findings = findings;
     outcome.summary.simulated = Some(counts);
+    outcome.summary.sandbox = layers
+        .entries
+        .iter()
+        .map(|(name, state)| crate::model::outcome::SandboxLayer {
+            name: name.to_string(),
+            missing: state.as_ref().err().cloned(),
+        })
+        .collect();
     outcome
         .findings
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));

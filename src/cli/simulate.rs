@@ -66,6 +66,9 @@ pub struct Report {
     pub skipped: Vec<Skipped>,
     /// Over the bundles simulated, from the cache or not.
     pub counts: Simulation,
+    /// The sandbox's layers: each held only where it held for every program (a kept verdict
+    /// brings the layers it was reached under).
+    pub layers: simulate::Layers,
 }
 
 /// Where simulate keeps its verdicts, and what decides them beside each bundle.
@@ -291,7 +294,10 @@ pub fn run_with(
         match sim_bundle(b) {
             Ok(sim) => {
                 let key = memo.map(|m| m.context.key(&sim, &job_identity(b)));
-                let kept = key.and_then(|k| memo.and_then(|m| m.cache.recall_simulation(&k)));
+                let kept = key
+                    .and_then(|k| memo.and_then(|m| m.cache.recall_simulation(&k)))
+                    // Reached with a layer missing: not good enough for --require-sandbox.
+                    .filter(|s| !options.require_sandbox || s.layers.missing().is_empty());
                 work.push((b, sim, key, kept));
             }
             Err(reason) => skipped.push(Skipped {
@@ -349,6 +355,7 @@ pub fn run_with(
         .collect();
     results.sort_by_key(|(i, _)| *i);
     let mut counts = Simulation::default();
+    let mut layers: Option<simulate::Layers> = None;
     let mut emit = Emit::new(catalog);
     for (i, result) in results {
         let (bundle, ..) = &work[i];
@@ -356,6 +363,10 @@ pub fn run_with(
             Ok(simulated) => {
                 counts.scenarios += simulated.scenarios;
                 counts.runs += simulated.runs;
+                match &mut layers {
+                    Some(all) => all.merge(&simulated.layers),
+                    None => layers = Some(simulated.layers),
+                }
                 simulated.findings
             }
             // One bundle's plan is no reason to drop the findings of the others.
@@ -423,6 +434,7 @@ pub fn run_with(
         findings: emit.findings,
         skipped,
         counts,
+        layers: layers.unwrap_or_default(),
     })
 }
 

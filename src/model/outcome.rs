@@ -20,6 +20,17 @@ pub struct Summary {
     pub warnings: usize,
     /// `simulate` only: how much it ran.
     pub simulated: Option<Simulation>,
+    /// `simulate` only: each layer of the programs' sandbox, in the order reports name them.
+    pub sandbox: Vec<SandboxLayer>,
+}
+
+/// One layer of the sandbox `simulate` runs the programs in: a namespace, the pod's user,
+/// seccomp, Landlock, ... (docs/simulate.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxLayer {
+    pub name: String,
+    /// Why it did not hold for every program; `None`: it held.
+    pub missing: Option<String>,
 }
 
 /// How much a `simulate` run ran, over every bundle simulated (a bundle's verdict taken from

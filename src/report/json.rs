@@ -2,7 +2,8 @@
 //! present only when they apply, so that output without them is what cli.md shows: `related`
 //! (a second place a finding refers to), `suppressed` on a finding a `credlint.io/ignore`
 //! annotation accepts (its reason and where the annotation stands), `summary.suppressed`, and
-//! `summary.scenarios` and `summary.runs` from `simulate`.
+//! `summary.scenarios`, `summary.runs` and `summary.sandbox` (the layers of the programs'
+//! sandbox that held, and why each other one did not) from `simulate`.
 
 use crate::model::Finding;
 use crate::model::outcome::Outcome;
@@ -11,12 +12,12 @@ use serde::Serialize;
 #[derive(Serialize)]
 struct Report<'a> {
     version: u32,
-    summary: Summary,
+    summary: Summary<'a>,
     findings: Vec<JsonFinding<'a>>,
 }
 
 #[derive(Serialize)]
-struct Summary {
+struct Summary<'a> {
     files: usize,
     documents: usize,
     objects: usize,
@@ -30,6 +31,41 @@ struct Summary {
     scenarios: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     runs: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<Sandbox<'a>>,
+}
+
+/// `simulate`'s sandbox: the layers that held, and those that did not with the reason.
+#[derive(Serialize)]
+pub struct Sandbox<'a> {
+    held: Vec<&'a str>,
+    missing: Vec<MissingLayer<'a>>,
+}
+
+#[derive(Serialize)]
+struct MissingLayer<'a> {
+    layer: &'a str,
+    reason: &'a str,
+}
+
+/// The sandbox of a `simulate` summary; `None` for other runs.
+pub fn sandbox(layers: &[crate::model::outcome::SandboxLayer]) -> Option<Sandbox<'_>> {
+    (!layers.is_empty()).then(|| Sandbox {
+        held: layers
+            .iter()
+            .filter(|l| l.missing.is_none())
+            .map(|l| l.name.as_str())
+            .collect(),
+        missing: layers
+            .iter()
+            .filter_map(|l| {
+                l.missing.as_deref().map(|reason| MissingLayer {
+                    layer: &l.name,
+                    reason,
+                })
+            })
+            .collect(),
+    })
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -145,6 +181,7 @@ pub fn write(
                 .count(),
             scenarios: s.simulated.map(|s| s.scenarios),
             runs: s.simulated.map(|s| s.runs),
+            sandbox: sandbox(&s.sandbox),
         },
         findings: outcome
             .findings

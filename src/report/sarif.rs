@@ -28,6 +28,14 @@ struct Run<'a> {
     column_kind: &'static str,
     invocations: [Invocation; 1],
     results: Vec<SarifResult<'a>>,
+    /// `simulate` only: the layers of the programs' sandbox (as in the JSON summary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    properties: Option<RunProperties<'a>>,
+}
+
+#[derive(Serialize)]
+struct RunProperties<'a> {
+    sandbox: super::json::Sandbox<'a>,
 }
 
 #[derive(Serialize)]
@@ -250,6 +258,8 @@ pub fn write(
                 tool_execution_notifications: notifications,
             }],
             results,
+            properties: super::json::sandbox(&outcome.summary.sandbox)
+                .map(|sandbox| RunProperties { sandbox }),
         }],
     };
     serde_json::to_writer_pretty(&mut *out, &log)?;

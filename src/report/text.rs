@@ -274,17 +274,41 @@ pub fn summary(outcome: &Outcome, out: &mut dyn std::io::Write) -> std::io::Resu
         s.files,
         plural(s.files, "file", "files"),
     )?;
-    match s.simulated {
-        Some(sim) => writeln!(
+    if let Some(sim) = s.simulated {
+        writeln!(
             out,
             "simulated: {} {}, {} {} of the programs",
             sim.scenarios,
             plural(sim.scenarios, "scenario", "scenarios"),
             sim.runs,
             plural(sim.runs, "run", "runs"),
-        ),
-        None => Ok(()),
+        )?;
     }
+    if !s.sandbox.is_empty() {
+        let held: Vec<&str> = s
+            .sandbox
+            .iter()
+            .filter(|l| l.missing.is_none())
+            .map(|l| l.name.as_str())
+            .collect();
+        writeln!(
+            out,
+            "sandbox: {} of {} layers held: {}",
+            held.len(),
+            s.sandbox.len(),
+            if held.is_empty() {
+                "none".to_string()
+            } else {
+                held.join(", ")
+            }
+        )?;
+        for layer in &s.sandbox {
+            if let Some(why) = &layer.missing {
+                writeln!(out, "sandbox: not held: {}: {why}", layer.name)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Suppressed findings do not count and are not shown as diagnostics: one line says how many,

@@ -143,7 +143,10 @@ fn kill_orphans() {
 }
 
 fn kill_orphans_locked(started: &[libc::pid_t]) {
-    for _ in 0..64 {
+    // Round after round: each kill hands the killed one's children to credlint. Bounded by
+    // time, not by a count a chain of sessions could outgrow (one deeper than 64 once escaped).
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
         let found = orphans(started);
         if found.is_empty() {
             return;
@@ -582,8 +585,10 @@ child = os.fork()
 if child == 0:
     os.setsid()
     if os.fork() == 0:
+        # Its pid as credlint sees it (/proc is the host's): inside a PID namespace,
+        # getpid() answers the namespace's own number.
         with open(pidfile + ".tmp", "w") as f:
-            f.write(str(os.getpid()))
+            f.write(os.readlink("/proc/self"))
         os.rename(pidfile + ".tmp", pidfile)
         time.sleep(60)
     os._exit(0)

@@ -3,8 +3,11 @@
 //!
 //! In order: a session of its own (no controlling terminal, and no way back into credlint's
 //! process group); every descriptor above 2 marked close-on-exec (credlint may have inherited
-//! open files from whoever started it); resource limits; every capability dropped and, where
-//! credlint runs as root and the interpreter is reachable for it, the pod's user 65532;
+//! open files from whoever started it); resource limits; namespaces of its own (mount, PID,
+//! IPC, UTS, and a user namespace; the PID namespace makes the program process 1, with a
+//! waiter outside standing for it, so that its end kills every descendant); every
+//! capability dropped and, where credlint runs as root and the interpreter is reachable for
+//! it, the pod's user 65532;
 //! `no_new_privs`; then (after Landlock) a seccomp filter that refuses raw and packet sockets,
 //! Unix-socket creation (a `socketpair` stays possible), UDP, ptrace and reading other
 //! processes' memory, keyrings, mounts, new namespaces, module loading, BPF, io_uring and the
@@ -49,10 +52,278 @@ fn limits(cpu_seconds: u64, pod_user: bool) -> [(libc::__rlimit_resource_t, u64)
 const NO_PROCESS_LIMIT: &str =
     "the program runs as credlint's user, whose processes the kernel counts together";
 
+/// Every layer of the pod's confinement a report names, in the order it names them: the
+/// namespaces, who the program runs as and what it may ask the kernel for, its bounds, and the
+/// two layers that watch what it reaches (Landlock refuses, the audit hook reports).
+pub const LAYER_NAMES: [&str; 16] = [
+    "user-namespace",
+    "mount-namespace",
+    "pid-namespace",
+    "network-namespace",
+    "ipc-namespace",
+    "uts-namespace",
+    "user",
+    "capabilities",
+    "no-new-privs",
+    "seccomp",
+    "rlimits",
+    "process-limit",
+    "session",
+    "descriptors",
+    "landlock",
+    "audit-hook",
+];
+
+/// Why the program gets no network namespace of its own.
+const NO_NETWORK_NAMESPACE: &str = "not tried: the fake servers listen on the host's loopback, \
+     which a new network namespace would cut off";
+
+/// The namespaces made besides the user namespace: `(layer, clone flag)`.
+const NAMESPACES: [(&str, libc::c_int); 4] = [
+    ("mount-namespace", libc::CLONE_NEWNS),
+    ("pid-namespace", libc::CLONE_NEWPID),
+    ("ipc-namespace", libc::CLONE_NEWIPC),
+    ("uts-namespace", libc::CLONE_NEWUTS),
+];
+
+/// Which namespaces this process can give a program, asked once per process by trying each
+/// in a forked child ([`probe`]): the kernel and the container decide (Docker's default seccomp
+/// profile refuses them, Ubuntu's AppArmor refuses unprivileged user namespaces).
+struct Probed {
+    /// `(layer, flag, state)` of each of [`NAMESPACES`]: as root, made before the switch to
+    /// the pod's user; without root, each inside a new user namespace.
+    others: Vec<(&'static str, libc::c_int, Result<(), String>)>,
+    /// A user namespace, made by the user the program runs as (the pod's user when credlint
+    /// is root), with that user and group mapped to themselves.
+    user: Result<(), String>,
+}
+
+/// Runs `attempt` in a forked child of this process: whether it succeeded, or the error it
+/// failed with. The child makes system calls only (as between `fork` and `exec`) and ends.
+fn probe(attempt: impl Fn() -> Result<(), i32>) -> Result<(), String> {
+    // SAFETY: the child calls only `attempt` (system calls on memory prepared before the fork,
+    // no allocation, no lock) and `_exit`; the parent waits for exactly that child.
+    unsafe {
+        let child = libc::fork();
+        if child < 0 {
+            return Err(format!("cannot try it: {}", io::Error::last_os_error()));
+        }
+        if child == 0 {
+            let code = match attempt() {
+                Ok(()) => 0,
+                Err(errno) => errno.clamp(1, 255),
+            };
+            libc::_exit(code);
+        }
+        let mut status = 0;
+        while libc::waitpid(child, &mut status, 0) < 0 {
+            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return Err("cannot try it: the trial was lost".into());
+            }
+        }
+        match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+            (true, 0) => Ok(()),
+            (true, errno) => Err(format!(
+                "refused by the kernel or the container: {}",
+                io::Error::from_raw_os_error(errno)
+            )),
+            _ => Err("the trial was killed".into()),
+        }
+    }
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EPERM)
+}
+
+/// `unshare(2)`.
+///
+/// # Safety
+/// Only in a child between `fork` and `exec`, or a probe: it changes the calling process.
+unsafe fn unshare(flags: libc::c_int) -> Result<(), i32> {
+    // SAFETY: unshare(2) takes a plain integer; the caller is a single-threaded child.
+    if unsafe { libc::unshare(flags) } < 0 {
+        return Err(errno());
+    }
+    Ok(())
+}
+
+/// Writes `data` to the file `path` of /proc/self in one `write`.
+///
+/// # Safety
+/// Only in a child between `fork` and `exec`, or a probe: system calls only.
+unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> Result<(), i32> {
+    // SAFETY: a NUL-terminated path and a buffer that live for the calls.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let written = libc::write(fd, data.as_ptr().cast(), data.len());
+        let failed = errno();
+        libc::close(fd);
+        if usize::try_from(written).ok() != Some(data.len()) {
+            return Err(failed);
+        }
+    }
+    Ok(())
+}
+
+/// Maps the caller's own user and group into the user namespace it just made, the one mapping
+/// an unprivileged process may write (`setgroups` denied first, as the kernel requires), so the
+/// program sees its own ids rather than the overflow id.
+///
+/// # Safety
+/// As [`write_proc`].
+unsafe fn map_ids(uid_map: &[u8], gid_map: &[u8]) -> Result<(), i32> {
+    // SAFETY: as write_proc; each call writes a buffer prepared before the fork, and prctl
+    // takes plain integers.
+    unsafe {
+        // A process that changed its user (root becoming the pod's user) is not dumpable, and
+        // its /proc/self files then belong to root: dumpable only while it writes its maps.
+        let dumpable = libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0);
+        libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+        let written = (|| {
+            match write_proc(c"/proc/self/setgroups", b"deny") {
+                // Before Linux 3.19 there is no such file, and nothing to deny.
+                Err(libc::ENOENT) | Ok(()) => {}
+                Err(e) => return Err(e),
+            }
+            write_proc(c"/proc/self/uid_map", uid_map)?;
+            write_proc(c"/proc/self/gid_map", gid_map)
+        })();
+        if dumpable >= 0 {
+            libc::prctl(libc::PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+        }
+        written
+    }
+}
+
+/// The maps of [`map_ids`] for `uid` and `gid`: each mapped to itself.
+fn id_maps(uid: u32, gid: u32) -> (Vec<u8>, Vec<u8>) {
+    (
+        format!("{uid} {uid} 1\n").into_bytes(),
+        format!("{gid} {gid} 1\n").into_bytes(),
+    )
+}
+
+/// Makes the caller's next child the first process of the PID namespace the caller made
+/// (`unshare(CLONE_NEWPID)` puts the caller's children there, not the caller): the child
+/// returns, to go on to `exec`; the caller stays outside, waits for it and ends as it ended,
+/// so credlint sees the program's exit through it. When the first process of a PID namespace
+/// ends, the kernel kills every other process in it: no descendant outlives the program,
+/// whatever sessions or double forks it made.
+///
+/// # Safety
+/// Only in a child between `fork` and `exec`.
+unsafe fn first_of_pid_namespace() -> io::Result<()> {
+    // SAFETY: fork, prctl, close_range, waitpid, signal, kill and _exit on plain integers and
+    // a local status; no allocation or lock, as between fork and exec.
+    unsafe {
+        let child = libc::fork();
+        if child < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if child == 0 {
+            // Killed with the waiter (credlint kills the waiter's whole process group).
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            return Ok(());
+        }
+        // The waiter. std's pipe that reports a failed exec must close here, or the spawn
+        // would wait for the program's end; the program holds its own copy until its exec.
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) < 0 {
+            let max = libc::sysconf(libc::_SC_OPEN_MAX).clamp(3, 1 << 20) as libc::c_int;
+            for fd in 3..max {
+                libc::close(fd);
+            }
+        }
+        let mut status = 0;
+        loop {
+            let reaped = libc::waitpid(child, &mut status, 0);
+            if reaped == child {
+                break;
+            }
+            if reaped < 0 && errno() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            libc::signal(sig, libc::SIG_DFL);
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig);
+        }
+        libc::_exit(127)
+    }
+}
+
+impl Probed {
+    /// What this process can give a program, asked once.
+    fn get() -> &'static Probed {
+        static PROBED: std::sync::OnceLock<Probed> = std::sync::OnceLock::new();
+        PROBED.get_or_init(|| {
+            // SAFETY: geteuid and getegid have no preconditions.
+            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+            if uid == 0 {
+                let others = NAMESPACES
+                    .iter()
+                    // SAFETY: in the probe's child.
+                    .map(|&(layer, flag)| (layer, flag, probe(|| unsafe { unshare(flag) })))
+                    .collect();
+                let (uid_map, gid_map) = id_maps(POD_UID, POD_UID);
+                let user = probe(|| {
+                    // SAFETY: in the probe's child: the switch the program's child makes.
+                    unsafe {
+                        if libc::setgroups(0, std::ptr::null()) < 0
+                            || libc::setresgid(POD_UID, POD_UID, POD_UID) < 0
+                            || libc::setresuid(POD_UID, POD_UID, POD_UID) < 0
+                        {
+                            return Err(errno());
+                        }
+                        unshare(libc::CLONE_NEWUSER)?;
+                        map_ids(&uid_map, &gid_map)
+                    }
+                });
+                Probed { others, user }
+            } else {
+                let (uid_map, gid_map) = id_maps(uid, gid);
+                let with_user = |flag: libc::c_int| {
+                    probe(|| {
+                        // SAFETY: in the probe's child.
+                        unsafe {
+                            unshare(libc::CLONE_NEWUSER | flag)?;
+                            map_ids(&uid_map, &gid_map)
+                        }
+                    })
+                };
+                let user = with_user(0);
+                let others = NAMESPACES
+                    .iter()
+                    .map(|&(layer, flag)| {
+                        let state = match &user {
+                            Ok(()) => with_user(flag),
+                            Err(_) => Err("credlint is not root, and an unprivileged process \
+                                 needs a user namespace to make one"
+                                .to_string()),
+                        };
+                        (layer, flag, state)
+                    })
+                    .collect();
+                Probed { others, user }
+            }
+        })
+    }
+}
+
 /// Which layers hold for the programs of one simulation, and why a missing one is missing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Layers {
-    /// `(layer, held)`, with the reason where it did not.
+    /// `(layer, held)`, with the reason where it did not; each name one of [`LAYER_NAMES`].
     pub entries: Vec<(&'static str, Result<(), String>)>,
 }
 
@@ -64,9 +335,44 @@ impl Layers {
             .collect()
     }
 
+    /// Sets `layer`'s state; a name outside [`LAYER_NAMES`] is a programming error, kept out
+    /// of the report (the report names only layers it can explain).
     pub fn set(&mut self, layer: &'static str, state: Result<(), String>) {
+        debug_assert!(LAYER_NAMES.contains(&layer), "unknown layer {layer}");
         self.entries.retain(|(n, _)| *n != layer);
         self.entries.push((layer, state));
+        self.entries
+            .sort_by_key(|(n, _)| LAYER_NAMES.iter().position(|x| x == n));
+    }
+
+    /// What held for both `self` and `other` (the programs of two simulations): a layer holds
+    /// only where it held for every program, and a layer one of them does not name is missing.
+    pub fn merge(&mut self, other: &Layers) {
+        let names: Vec<&'static str> = self
+            .entries
+            .iter()
+            .chain(&other.entries)
+            .map(|(n, _)| *n)
+            .collect();
+        let state = |layers: &Layers, name: &str| {
+            layers
+                .entries
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, r)| r.clone())
+        };
+        let mut merged = Layers::default();
+        for name in names {
+            let mine = state(self, name);
+            let theirs = state(other, name);
+            let result = match (mine, theirs) {
+                (Some(Ok(())), Some(Ok(()))) => Ok(()),
+                (Some(Err(why)), _) | (_, Some(Err(why))) => Err(why),
+                _ => Err("not set up for every program".to_string()),
+            };
+            merged.set(name, result);
+        }
+        *self = merged;
     }
 }
 
@@ -102,6 +408,13 @@ pub struct Confine {
     /// library falls back to `clone`, whose flags the first filter checks.
     clone3: Option<BpfProgram>,
     cpu_seconds: u64,
+    /// The namespaces the child makes (clone flags, without `CLONE_NEWUSER`): as root before
+    /// it becomes the pod's user, otherwise inside its new user namespace.
+    namespaces: libc::c_int,
+    /// Make a user namespace, mapping `uid_map` and `gid_map` (the user the program runs as).
+    user_namespace: Option<(Vec<u8>, Vec<u8>)>,
+    /// The host name in the program's UTS namespace: its pod's name, not the host's.
+    hostname: Vec<u8>,
     pub layers: Layers,
 }
 
@@ -125,6 +438,31 @@ impl Confine {
             }),
         );
         layers.set("process-limit", Err(NO_PROCESS_LIMIT.into()));
+        layers.set("network-namespace", Err(NO_NETWORK_NAMESPACE.into()));
+        let probed = Probed::get();
+        let mut namespaces = 0;
+        for (layer, flag, state) in &probed.others {
+            if state.is_ok() {
+                namespaces |= flag;
+            }
+            layers.set(layer, state.clone());
+        }
+        let mut user_namespace = None;
+        if root {
+            layers.set(
+                "user-namespace",
+                Err("the interpreter was not tried as the pod's user".into()),
+            );
+        } else {
+            layers.set("user-namespace", probed.user.clone());
+            if probed.user.is_ok() {
+                // SAFETY: geteuid and getegid have no preconditions.
+                let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+                user_namespace = Some(id_maps(uid, gid));
+            }
+        }
+        // Installed by the interpreter's startup (`sitecustomize`) in every run.
+        layers.set("audit-hook", Ok(()));
         let (filter, clone3) = match filters() {
             Ok((f, c)) => {
                 layers.set("seccomp", Ok(()));
@@ -141,8 +479,19 @@ impl Confine {
             filter,
             clone3,
             cpu_seconds: timeout.as_secs().saturating_add(2),
+            namespaces,
+            user_namespace,
+            hostname: b"credentials".to_vec(),
             layers,
         }
+    }
+
+    /// The program's host name, where it has a UTS namespace: a Job pod's name is the Job's
+    /// and five random characters (at most 63 bytes, as a host name may be).
+    pub fn with_hostname(&mut self, job: &str, suffix: &str) {
+        let mut name = format!("{job}-{}", suffix.to_ascii_lowercase()).into_bytes();
+        name.truncate(63);
+        self.hostname = name;
     }
 
     /// Whether the program may run as the pod's user: credlint is root.
@@ -156,6 +505,9 @@ impl Confine {
         if self.user {
             self.layers.set("user", Ok(()));
             self.layers.set("process-limit", Ok(()));
+            let probed = Probed::get();
+            self.layers.set("user-namespace", probed.user.clone());
+            self.user_namespace = probed.user.is_ok().then(|| id_maps(POD_UID, POD_UID));
         }
     }
 
@@ -166,6 +518,17 @@ impl Confine {
         self.layers.set("user", Err(why));
         self.layers
             .set("process-limit", Err(NO_PROCESS_LIMIT.into()));
+        if self.root {
+            self.user_namespace = None;
+            self.layers.set(
+                "user-namespace",
+                Err(
+                    "the program runs as root, whose ids a user namespace made by it would \
+                     not map"
+                        .into(),
+                ),
+            );
+        }
     }
 
     /// What the child runs between `fork` and `exec`, before Landlock (`landlock` is run in
@@ -180,6 +543,15 @@ impl Confine {
         let filter = self.filter.clone();
         let clone3 = self.clone3.clone();
         let limits = limits(self.cpu_seconds, user);
+        let namespaces = self.namespaces;
+        let user_namespace = self.user_namespace.clone();
+        let hostname = self.hostname.clone();
+        let name_host = move || {
+            if namespaces & libc::CLONE_NEWUTS != 0 {
+                // SAFETY: a buffer and its length, alive for the call.
+                unsafe { libc::sethostname(hostname.as_ptr().cast(), hostname.len()) };
+            }
+        };
         move || {
             let check = |rc: libc::c_int| {
                 if rc < 0 {
@@ -223,11 +595,35 @@ impl Confine {
                         // EINVAL past the last capability this kernel knows.
                         libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
                     }
+                    // Made while root may: a user namespace adds nothing to what root may.
+                    if namespaces != 0 {
+                        unshare(namespaces).map_err(io::Error::from_raw_os_error)?;
+                        name_host();
+                    }
+                    // Forked as root, whom the process limit does not bind: as the pod's user
+                    // the fork would count against that user's processes across the machine,
+                    // which another program's fork bomb may have used up.
+                    if namespaces & libc::CLONE_NEWPID != 0 {
+                        first_of_pid_namespace()?;
+                    }
                 }
                 if user {
                     check(libc::setgroups(0, std::ptr::null()))?;
                     check(libc::setresgid(POD_UID, POD_UID, POD_UID))?;
                     check(libc::setresuid(POD_UID, POD_UID, POD_UID))?;
+                }
+                if let Some((uid_map, gid_map)) = &user_namespace {
+                    // Without root, the other namespaces come with it (the kernel makes the
+                    // user namespace first); the capabilities it gives are dropped below.
+                    let others = if root { 0 } else { namespaces };
+                    unshare(libc::CLONE_NEWUSER | others).map_err(io::Error::from_raw_os_error)?;
+                    map_ids(uid_map, gid_map).map_err(io::Error::from_raw_os_error)?;
+                    if !root {
+                        name_host();
+                    }
+                }
+                if !root && user_namespace.is_some() && namespaces & libc::CLONE_NEWPID != 0 {
+                    first_of_pid_namespace()?;
                 }
                 check(libc::prctl(
                     libc::PR_CAP_AMBIENT,

@@ -9,6 +9,8 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -44,27 +46,51 @@ pub fn random_token(len: usize) -> io::Result<String> {
     Ok(out)
 }
 
-/// A private folder (mode 0700) removed with everything in it when dropped.
+/// A private folder (mode 0700) removed with everything in it when dropped. What a program
+/// leaves in it is read through the folder's own descriptor, opened when it was made, so a
+/// program that moves the folder or puts a link in its place cannot redirect a read.
 pub struct RunDir {
     path: PathBuf,
+    fd: std::os::fd::OwnedFd,
+    /// The user its folders were handed to ([`RunDir::hand_to`]), again after [`RunDir::renew`].
+    owner: std::sync::Mutex<Option<u32>>,
 }
+
+/// The folders of a run folder: the service-account files, the hook, the program's working
+/// folder and its `TMPDIR`.
+const SUBFOLDERS: [&str; 4] = ["serviceaccount", "site", "work", "tmp"];
 
 impl RunDir {
     pub fn create() -> io::Result<RunDir> {
         let base = std::env::temp_dir();
         let mut last = io::Error::other("no attempt");
         for _ in 0..8 {
-            let suffix = crate::common::hex(&random_bytes(6)?);
-            let path = base.join(format!("credlint-sim-{}-{suffix}", std::process::id()));
+            // A name like any temporary folder's (mktemp's), nothing that says credlint: the
+            // program sees it in `__file__`, `sys.argv`, its working folder and `TMPDIR`, and
+            // must not tell a simulation from its pod by it.
+            let path = base.join(format!("tmp.{}", random_token(10)?));
             match fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
                     live().push(path.clone());
-                    let dir = RunDir { path };
-                    for sub in ["serviceaccount", "site", "work", "tmp"] {
-                        fs::DirBuilder::new()
-                            .mode(0o700)
-                            .create(dir.path.join(sub))?;
-                    }
+                    let opened = rustix::fs::open(
+                        &path,
+                        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    );
+                    let fd = match opened {
+                        Ok(fd) => fd,
+                        Err(e) => {
+                            live().retain(|p| p != &path);
+                            remove_tree(&path);
+                            return Err(e.into());
+                        }
+                    };
+                    let dir = RunDir {
+                        path,
+                        fd,
+                        owner: std::sync::Mutex::new(None),
+                    };
+                    dir.make_subfolders()?;
                     return Ok(dir);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
@@ -83,14 +109,81 @@ impl RunDir {
     pub fn hand_to(&self, uid: u32) -> io::Result<()> {
         let gid = if uid == 0 { 0 } else { uid };
         std::os::unix::fs::chown(&self.path, Some(uid), Some(gid))?;
-        for sub in ["serviceaccount", "site", "work", "tmp"] {
+        for sub in SUBFOLDERS {
             std::os::unix::fs::lchown(self.path.join(sub), Some(uid), Some(gid))?;
+        }
+        *self.owner.lock().unwrap_or_else(|e| e.into_inner()) = Some(uid);
+        Ok(())
+    }
+
+    fn make_subfolders(&self) -> io::Result<()> {
+        for sub in SUBFOLDERS {
+            fs::DirBuilder::new()
+                .mode(0o700)
+                .create(self.path.join(sub))?;
         }
         Ok(())
     }
 
+    /// Empties the folder and makes its folders again (handed to the same user), so that
+    /// nothing a run leaves (a marker file in its working folder or `TMPDIR`, a changed hook
+    /// or service-account file) is there for the next: the caller writes the environment and
+    /// the program again. The folder itself stays (the Landlock rule holds it open).
+    pub fn renew(&self) -> io::Result<()> {
+        for entry in fs::read_dir(&self.path)? {
+            let entry = entry?;
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                remove_tree(&path);
+            } else {
+                fs::remove_file(&path)?;
+            }
+        }
+        self.make_subfolders()?;
+        let owner = *self.owner.lock().unwrap_or_else(|e| e.into_inner());
+        match owner {
+            Some(uid) => self.hand_to(uid),
+            None => Ok(()),
+        }
+    }
+
     pub fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)
+    }
+
+    /// What the program left in the file `name` of the folder, removed for the next run: its
+    /// first `max` bytes, read without following a link and without waiting (a FIFO in its
+    /// place would otherwise block credlint for ever, past `--timeout`). Absent: empty. `Err`
+    /// says what stood there instead of a regular file, which is not read.
+    pub fn take_left(&self, name: &str, max: u64) -> Result<String, String> {
+        let opened = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        );
+        let result = match opened {
+            Err(rustix::io::Errno::NOENT) => return Ok(String::new()),
+            Err(rustix::io::Errno::LOOP) => Err("a symbolic link".to_string()),
+            Err(e) => Err(format!("a file credlint cannot open ({e})")),
+            Ok(fd) => match rustix::fs::fstat(&fd).map(|st| FileType::from_raw_mode(st.st_mode)) {
+                Ok(FileType::RegularFile) => {
+                    let mut bytes = Vec::new();
+                    let _ = fs::File::from(fd).take(max).read_to_end(&mut bytes);
+                    Ok(String::from_utf8_lossy(&bytes).into_owned())
+                }
+                Ok(FileType::Fifo) => Err("a FIFO".to_string()),
+                Ok(FileType::Directory) => Err("a folder".to_string()),
+                Ok(FileType::Socket) => Err("a socket".to_string()),
+                Ok(_) => Err("a device".to_string()),
+                Err(e) => Err(format!("a file credlint cannot inspect ({e})")),
+            },
+        };
+        if rustix::fs::unlinkat(&self.fd, name, AtFlags::empty()).is_err() {
+            // A folder: removed with what it holds (remove_dir_all follows no link).
+            let _ = fs::remove_dir_all(self.path.join(name));
+        }
+        result
     }
 }
 
@@ -565,27 +658,27 @@ pub fn write_environment(
 pub const TERMINATION_PATH: &str = "/dev/termination-log";
 const TERMINATION_LOG: &str = "termination-log";
 
-/// What the run wrote as its exit message (the first 64 KiB), removed for the next run.
-pub fn take_termination_message(dir: &RunDir) -> String {
-    let path = dir.join(TERMINATION_LOG);
-    let text = super::child::head(&path, 64 * 1024);
-    let _ = fs::remove_file(&path);
-    text
+/// What the run wrote as its exit message (the first 64 KiB), removed for the next run; `Err`
+/// says what the program put in the file's place (not read).
+pub fn take_termination_message(dir: &RunDir) -> Result<String, String> {
+    dir.take_left(TERMINATION_LOG, 64 * 1024)
 }
 
 /// The run-folder file the audit hook logs to: one `kind<TAB>detail` line per access.
 const ACCESS_LOG: &str = "access-log";
 
 /// What the run reached beyond its folder and the fake servers, `(kind, detail)`, as the hook
-/// logged it (the first 64 KiB), removed for the next run.
+/// logged it (the first 64 KiB), removed for the next run. A log the program replaced with
+/// something else (a link, a FIFO) is not read; that is itself an entry (`tamper`).
 pub fn take_access_log(dir: &RunDir) -> Vec<(String, String)> {
-    let path = dir.join(ACCESS_LOG);
-    let text = super::child::head(&path, 64 * 1024);
-    let _ = fs::remove_file(&path);
-    text.lines()
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(k, d)| (k.to_string(), d.to_string()))
-        .collect()
+    match dir.take_left(ACCESS_LOG, 64 * 1024) {
+        Ok(text) => text
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(k, d)| (k.to_string(), d.to_string()))
+            .collect(),
+        Err(what) => vec![("tamper".into(), format!("the audit hook's log with {what}"))],
+    }
 }
 
 /// Writes the program and its plan exactly as the ConfigMap holds them.

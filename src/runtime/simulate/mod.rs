@@ -113,6 +113,7 @@ mod values;
 mod tests;
 
 pub use child::{stop_cleanly_on_signals, stopping};
+pub use confine::{LAYER_NAMES, Layers};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -159,6 +160,9 @@ pub struct SimOptions {
     /// Confine the program with Landlock where the kernel allows it (see `sandbox`); off, the
     /// audit hook alone reports what it reaches.
     pub confine: bool,
+    /// Refuse to run a program without every layer of the pod's confinement
+    /// (`--require-sandbox`): the simulation stops with [`SimError::Unconfined`] first.
+    pub require_sandbox: bool,
 }
 
 /// Only the integration tests start from defaults; the command line sets every field.
@@ -169,6 +173,7 @@ impl Default for SimOptions {
             python: PathBuf::from("python3"),
             timeout: Duration::from_secs(20),
             confine: true,
+            require_sandbox: false,
         }
     }
 }
@@ -237,6 +242,8 @@ pub enum SimError {
     Certificates(String),
     /// plan.json cannot be simulated (not JSON, no secrets list, or too large).
     InvalidPlan(String),
+    /// `--require-sandbox`, and these layers of the confinement do not hold: `(layer, why)`.
+    Unconfined(Vec<(&'static str, String)>),
 }
 
 impl fmt::Display for SimError {
@@ -253,6 +260,18 @@ impl fmt::Display for SimError {
             SimError::TempDir(e) => write!(f, "cannot prepare the temporary folder: {e}"),
             SimError::Certificates(e) => write!(f, "cannot make the run's certificates: {e}"),
             SimError::InvalidPlan(e) => write!(f, "cannot simulate this plan: {e}"),
+            SimError::Unconfined(missing) => {
+                let list: Vec<String> = missing
+                    .iter()
+                    .map(|(layer, why)| format!("{layer} ({why})"))
+                    .collect();
+                write!(
+                    f,
+                    "--require-sandbox: no program was run, since these layers of the pod's \
+                     sandbox do not hold here: {}",
+                    list.join("; ")
+                )
+            }
         }
     }
 }
@@ -276,6 +295,9 @@ pub struct Simulated {
     /// A run was stopped at the timeout: how far it got depends on how busy the machine was,
     /// so this verdict is not one to keep.
     pub timed_out: bool,
+    /// The layers of the confinement that held for every run of the program, and why each
+    /// other one did not.
+    pub layers: Layers,
 }
 
 /// Runs every scenario for `bundle` and returns the findings, sorted and deduplicated.
@@ -345,6 +367,10 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         child::RunError::Files(e) => temp_err(e),
     };
     let mut confine = confine::Confine::new(opts.timeout);
+    confine.with_hostname(
+        &format!("{}-credentials", bundle.owner),
+        &incluster::random_token(5).map_err(temp_err)?,
+    );
     let interpreter = child::resolve_python(
         &opts.python,
         &dir,
@@ -354,19 +380,37 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         &mut confine,
     )
     .map_err(run_error)?;
-    confine::note_missing(&confine.layers);
     let python = interpreter.executable;
     // What the question itself reached is no part of the first run.
     incluster::take_access_log(&dir);
     // Built once: the run folder and the ports stay the same for every run of this bundle.
-    let mut confinement = opts
-        .confine
-        .then(|| {
-            sandbox::Sandbox::new(dir.path(), &interpreter.paths, &ports)
-                .map_err(|reason| sandbox::note_unconfined(&reason))
-                .ok()
+    let mut confinement = None;
+    let landlock = if opts.confine {
+        sandbox::Sandbox::new(dir.path(), &interpreter.paths, &ports).map(|s| {
+            confinement = Some(s);
         })
-        .flatten();
+    } else {
+        Err("turned off for this simulation".into())
+    };
+    if let Err(reason) = &landlock
+        && !opts.require_sandbox
+    {
+        sandbox::note_unconfined(reason);
+    }
+    confine.layers.set("landlock", landlock);
+    if opts.require_sandbox {
+        let missing = confine.layers.missing();
+        if !missing.is_empty() {
+            return Err(SimError::Unconfined(
+                missing
+                    .into_iter()
+                    .map(|(layer, why)| (layer, why.to_string()))
+                    .collect(),
+            ));
+        }
+    } else {
+        confine::note_missing(&confine.layers);
+    }
     let timeout_text = format!("{:.1} s", opts.timeout.as_secs_f64());
     let mut findings = Vec::new();
     let mut generated = Vec::new();
@@ -396,8 +440,13 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
                 cluster.start_run();
                 scenario::snapshot(&cluster)
             };
-            // Rewritten each run: a program may have changed its own files.
+            // A fresh folder for every run: nothing a run leaves (a marker, a changed hook or
+            // program) reaches the next.
+            dir.renew().map_err(temp_err)?;
+            incluster::write_environment(&dir, &ctx.token, &pki.ca_pem, &bundle.namespace, &ports)
+                .map_err(temp_err)?;
             incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
+            let confined = confinement.is_some();
             let mut outcome = child::run(
                 &python,
                 &dir,
@@ -407,9 +456,30 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
                 &mut confinement,
             )
             .map_err(run_error)?;
+            if confined && confinement.is_none() {
+                // The kernel refused Landlock as this run started: the run went on without.
+                confine
+                    .layers
+                    .set("landlock", Err(sandbox::why_unconfined()));
+                if opts.require_sandbox {
+                    return Err(SimError::Unconfined(vec![(
+                        "landlock",
+                        sandbox::why_unconfined(),
+                    )]));
+                }
+            }
             runs += 1;
-            outcome.termination_message = incluster::take_termination_message(&dir);
             outcome.access = incluster::take_access_log(&dir);
+            outcome.termination_message = match incluster::take_termination_message(&dir) {
+                Ok(text) => text,
+                Err(what) => {
+                    outcome.access.push((
+                        "tamper".into(),
+                        format!("{} with {what}", incluster::TERMINATION_PATH),
+                    ));
+                    String::new()
+                }
+            };
             let mut cluster = lock(&ctx.cluster);
             // The program is done; the controllers finish what its requests started.
             cluster.quiesce();
@@ -461,5 +531,6 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         scenarios,
         runs,
         timed_out,
+        layers: confine.layers,
     })
 }

@@ -114,8 +114,21 @@ pub struct Sandbox {
     pub abi: i32,
 }
 
+/// Why the kernel last refused Landlock to a starting program (the note says it once).
+static REFUSED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Why a program started without Landlock that should have had it, for the report.
+pub fn why_unconfined() -> String {
+    REFUSED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .unwrap_or_else(|| "the kernel refused it as a program started".into())
+}
+
 /// Why there is no sandbox: said once per process, then the audit hook alone reports.
 pub fn note_unconfined(reason: &str) {
+    *REFUSED.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.to_string());
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         eprintln!(

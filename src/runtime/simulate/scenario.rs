@@ -640,6 +640,9 @@ impl<'a> Judge<'a> {
                 "inspect" => format!(
                     "walked the interpreter's objects or set a tracer ({detail}), the way to reach and silence simulate's own checks"
                 ),
+                "tamper" => format!(
+                    "replaced {detail}, which credlint does not read (a link could point it at a host file, a FIFO could hang it)"
+                ),
                 _ => continue,
             };
             self.push(SANDBOX_ESCAPE, run, None, format!("{what}: a credentials Job talks to the API server and its servers, with a read-only root filesystem (ADR-072 points 5 and 6)"));

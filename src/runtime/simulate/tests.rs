@@ -150,6 +150,7 @@ fn opts() -> SimOptions {
         python: PathBuf::from("python3"),
         timeout: Duration::from_secs(15),
         confine: true,
+        require_sandbox: false,
     }
 }
 
@@ -815,6 +816,7 @@ fn a_hanging_program_is_killed_in_time_and_leaves_nothing_behind() {
             timeout,
             // The wrapper logs to a file outside the run folder, which confinement forbids.
             confine: false,
+            require_sandbox: false,
         },
     )
     .unwrap();
@@ -938,6 +940,7 @@ fn the_reference_passes_as_a_non_root_user() {
             python,
             timeout: Duration::from_secs(15),
             confine: true,
+            require_sandbox: false,
         },
     )
     .unwrap();
@@ -956,6 +959,7 @@ fn a_missing_python_is_an_error() {
         python: PathBuf::from("/nonexistent/python3"),
         timeout: Duration::from_secs(1),
         confine: true,
+        require_sandbox: false,
     };
     let err = simulate(&case.bundle("print(1)\n"), &opts).unwrap_err();
     assert!(matches!(err, SimError::PythonMissing { .. }), "{err}");
