@@ -240,6 +240,52 @@ fn raw_packet_and_unix_sockets_udp_and_dns_are_refused() {
     assert!(udp.recv(&mut buf).is_err(), "a datagram arrived");
 }
 
+/// In its own network namespace the program reaches the fake servers and nothing of the
+/// host's network: a port listening on the host's loopback gets no connection, even with
+/// Landlock (which also refuses other ports) turned off.
+#[test]
+fn a_port_on_the_hosts_loopback_is_out_of_reach() {
+    if !python_or_skip() {
+        return;
+    }
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    host.set_nonblocking(true).unwrap();
+    let port = host.local_addr().unwrap().port();
+    let dir = common::temp_dir("sandbox-host-port");
+    bundle(
+        &dir,
+        &format!(
+            "import socket as _s\n\
+             try:\n\
+             \x20   _s.create_connection(('127.0.0.1', {port}), timeout=2).close()\n\
+             except OSError:\n\
+             \x20   pass"
+        ),
+    );
+    let run = simulate_env(&dir, &[], None, &[("CREDLINT_LANDLOCK", "0")]);
+    let (held, missing) = layers(&run.report()["summary"]["sandbox"]);
+    if !held.iter().any(|l| l == "network-namespace") {
+        eprintln!("SKIPPED: no network namespace here: {missing:?}");
+        return;
+    }
+    // The attempt is reported (the audit hook), and it is all that is: the reference program
+    // still reached the fake API server and did its work in every scenario.
+    let findings = run.findings();
+    assert_eq!(run.code, Some(1), "{findings:?} {}", run.stderr);
+    assert!(
+        !findings.is_empty()
+            && findings
+                .iter()
+                .all(|(rule, message)| rule == "runtime-sandbox-escape"
+                    && message.contains(&format!("connected to 127.0.0.1:{port},"))),
+        "{findings:?}"
+    );
+    assert!(
+        host.accept().is_err(),
+        "the program reached the host's port"
+    );
+}
+
 #[test]
 fn no_capability_ptrace_keyring_mount_or_namespace() {
     if !python_or_skip() {

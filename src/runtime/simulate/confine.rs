@@ -74,9 +74,11 @@ pub const LAYER_NAMES: [&str; 16] = [
     "audit-hook",
 ];
 
-/// Why the program gets no network namespace of its own.
-const NO_NETWORK_NAMESPACE: &str = "not tried: the fake servers listen on the host's loopback, \
-     which a new network namespace would cut off";
+/// Why the program gets no network namespace of its own without root: credlint makes it and
+/// binds the fake servers' ports in it, which takes `CAP_SYS_ADMIN` (a user namespace cannot
+/// be made by one thread of a process that has several).
+const NO_NETWORK_NAMESPACE: &str = "credlint does not run as root: the namespace where the fake \
+     servers listen needs root to make";
 
 /// The namespaces made besides the user namespace: `(layer, clone flag)`.
 const NAMESPACES: [(&str, libc::c_int); 4] = [
@@ -415,6 +417,8 @@ pub struct Confine {
     user_namespace: Option<(Vec<u8>, Vec<u8>)>,
     /// The host name in the program's UTS namespace: its pod's name, not the host's.
     hostname: Vec<u8>,
+    /// The network namespace the child enters, where the fake servers listen (as root).
+    net: Option<super::netns::NetNs>,
     pub layers: Layers,
 }
 
@@ -482,7 +486,36 @@ impl Confine {
             namespaces,
             user_namespace,
             hostname: b"credentials".to_vec(),
+            net: None,
             layers,
+        }
+    }
+
+    /// The program's network namespace, where credlint is root and confines the program.
+    pub fn network(confine: bool) -> Result<super::netns::NetNs, String> {
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if !confine {
+            Err("the program's confinement is turned off".into())
+        } else if !root {
+            Err(NO_NETWORK_NAMESPACE.into())
+        } else {
+            super::netns::NetNs::create()
+        }
+    }
+
+    /// The child enters `net` (the fake servers listen in it), or runs in the host's network
+    /// for the reason given.
+    pub fn with_network(&mut self, net: Result<super::netns::NetNs, String>) {
+        match net {
+            Ok(net) => {
+                self.layers.set("network-namespace", Ok(()));
+                self.net = Some(net);
+            }
+            Err(why) => {
+                self.layers.set("network-namespace", Err(why));
+                self.net = None;
+            }
         }
     }
 
@@ -546,6 +579,7 @@ impl Confine {
         let namespaces = self.namespaces;
         let user_namespace = self.user_namespace.clone();
         let hostname = self.hostname.clone();
+        let net = self.net.as_ref().map(|n| n.raw());
         let name_host = move || {
             if namespaces & libc::CLONE_NEWUTS != 0 {
                 // SAFETY: a buffer and its length, alive for the call.
@@ -599,6 +633,9 @@ impl Confine {
                     if namespaces != 0 {
                         unshare(namespaces).map_err(io::Error::from_raw_os_error)?;
                         name_host();
+                    }
+                    if let Some(fd) = net {
+                        check(libc::setns(fd, libc::CLONE_NEWNET))?;
                     }
                     // Forked as root, whom the process limit does not bind: as the pod's user
                     // the fork would count against that user's processes across the machine,

@@ -101,6 +101,7 @@ mod child;
 mod cluster;
 mod confine;
 mod incluster;
+mod netns;
 mod patch;
 mod probe;
 mod rbac;
@@ -326,10 +327,14 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         script_lines: u32::try_from(bundle.script.lines().count()).unwrap_or(u32::MAX),
     });
     let loopback = |e: std::io::Error| SimError::Loopback(e.to_string());
+    // The program's own network: the fake servers listen there, so made before them.
+    let net = confine::Confine::network(opts.confine);
+    let listen_in = net.as_ref().ok();
     let api_ctx = Arc::clone(&ctx);
     let api = Service::start(
         "api",
         Arc::new(move |stream, stop| server::serve_api_connection(&api_ctx, stream, stop)),
+        listen_in,
     )
     .map_err(loopback)?;
 
@@ -345,6 +350,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             Arc::new(move |stream, stop| {
                 probe::serve_probe(&probe_ctx, &name, protocol, stream, stop)
             }),
+            listen_in,
         )
         .map_err(loopback)?;
         if let Some(template) = scenario::pod_template(&plan, &bundle.kind, service.port()) {
@@ -367,6 +373,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         child::RunError::Files(e) => temp_err(e),
     };
     let mut confine = confine::Confine::new(opts.timeout);
+    confine.with_network(net);
     confine.with_hostname(
         &format!("{}-credentials", bundle.owner),
         &incluster::random_token(5).map_err(temp_err)?,

@@ -42,8 +42,17 @@ pub struct Service {
 }
 
 impl Service {
-    pub fn start(name: &str, handler: Arc<Handler>) -> io::Result<Service> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    /// Listens on the loopback of `net` (the program's network namespace) where there is one,
+    /// else on the host's.
+    pub fn start(
+        name: &str,
+        handler: Arc<Handler>,
+        net: Option<&super::netns::NetNs>,
+    ) -> io::Result<Service> {
+        let listener = match net {
+            Some(net) => net.bind_loopback()?,
+            None => TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?,
+        };
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
         let stop = Arc::new(AtomicBool::new(false));

@@ -1607,7 +1607,7 @@ fn a_panicking_handler_ends_its_connection_only_and_stopping_closes_the_port() {
         assert_ne!(byte[0], b'p', "a handler panic that this test provokes");
         let _ = stream.write_all(b"ok");
     });
-    let mut service = server::Service::start("test", handler).unwrap();
+    let mut service = server::Service::start("test", handler, None).unwrap();
     let port = service.port();
     let mut first = TcpStream::connect(("127.0.0.1", port)).unwrap();
     first.write_all(b"p").unwrap();

@@ -1,0 +1,137 @@
+//! The program's network namespace: made by credlint (as root), which binds the fake API
+//! server's and the fake pods' ports inside it, so the program, which enters it before `exec`,
+//! finds them on its own loopback and nothing else: no port of the host, no route out, no
+//! resolver (a namespace's sockets belong to it whichever thread later uses them).
+//!
+//! Only the calling thread changes namespace with `unshare(CLONE_NEWNET)` or `setns`, so each
+//! step runs on a short-lived thread of its own and credlint's other threads stay where they
+//! are.
+
+use std::io;
+use std::net::{Ipv4Addr, TcpListener};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+/// A network namespace with its loopback up, held open by a descriptor to it.
+#[derive(Clone)]
+pub struct NetNs(Arc<OwnedFd>);
+
+impl NetNs {
+    /// A new network namespace (credlint must be root: it needs `CAP_SYS_ADMIN` to make one
+    /// and `CAP_NET_ADMIN` in it to bring its loopback up).
+    pub fn create() -> Result<NetNs, String> {
+        let made = on_own_thread(|| {
+            // SAFETY: only the network namespace is unshared, never the descriptor table, so
+            // every descriptor stays valid on every thread.
+            unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }?;
+            loopback_up()?;
+            let fd = rustix::fs::open(
+                "/proc/thread-self/ns/net",
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )?;
+            Ok(fd)
+        })
+        .map_err(|e| format!("refused by the kernel or the container: {e}"))?;
+        Ok(NetNs(Arc::new(made)))
+    }
+
+    /// A listening TCP socket on the namespace's loopback, on a port the kernel picks.
+    pub fn bind_loopback(&self) -> io::Result<TcpListener> {
+        let ns = Arc::clone(&self.0);
+        on_own_thread(move || {
+            rustix::thread::move_into_link_name_space(
+                ns.as_fd(),
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            )?;
+            TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        })
+    }
+
+    /// The descriptor the program's child enters with `setns` between `fork` and `exec`.
+    pub fn raw(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// Runs `work` on a thread of its own, which ends with it (and with whatever namespace it
+/// entered).
+fn on_own_thread<T: Send + 'static>(
+    work: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    std::thread::Builder::new()
+        .name("credlint-netns".into())
+        .spawn(work)?
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the namespace's thread panicked")))
+}
+
+/// Sets the `lo` interface up (a new namespace's loopback starts down).
+fn loopback_up() -> io::Result<()> {
+    let socket = rustix::net::socket(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::DGRAM,
+        None,
+    )?;
+    // SAFETY: `ifreq` is plain data, zeroed is a valid value of it.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = *byte as libc::c_char;
+    }
+    // SAFETY: the socket is open for the call, and `request` is an `ifreq` that lives for it,
+    // as SIOCGIFFLAGS and SIOCSIFFLAGS expect.
+    unsafe {
+        if libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        request.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        if libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &request) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpStream;
+
+    #[test]
+    fn a_port_bound_in_the_namespace_is_not_on_the_hosts_loopback() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED: a network namespace needs root");
+            return;
+        }
+        let ns = match NetNs::create() {
+            Ok(ns) => ns,
+            Err(why) => {
+                eprintln!("SKIPPED: {why}");
+                return;
+            }
+        };
+        let listener = ns.bind_loopback().unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // From the host's namespace the port is not there (or is someone else's: then it
+        // accepts, but not on this listener).
+        listener.set_nonblocking(true).unwrap();
+        let _ = TcpStream::connect(("127.0.0.1", port));
+        assert!(
+            listener.accept().is_err(),
+            "a host connection reached the namespace"
+        );
+        // From inside the namespace it is.
+        let inside = ns.clone();
+        let reached = on_own_thread(move || {
+            rustix::thread::move_into_link_name_space(
+                inside.0.as_fd(),
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            )?;
+            TcpStream::connect(("127.0.0.1", port)).map(|_| ())
+        });
+        assert!(reached.is_ok(), "{reached:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(listener.accept().is_ok());
+    }
+}
