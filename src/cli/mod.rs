@@ -27,7 +27,7 @@ use crate::report::{self, Texts};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use settings::{Flags, Settings};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -497,14 +497,6 @@ fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> Exit
         Ok(settings) => settings,
         Err(code) => return code,
     };
-    let cache_dir = crate::cache::folder(
-        args.cache_dir.as_deref(),
-        args.no_cache,
-        settings
-            .config_file
-            .as_ref()
-            .map(|(path, _)| path.as_path()),
-    );
     let policies = match load_policies(&args.policies) {
         Ok(policies) => policies,
         Err(code) => return code,
@@ -520,7 +512,12 @@ fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> Exit
         policies,
         pragma_everywhere: settings.pragma_everywhere,
     };
-    let cache = open_cache(cache_dir, &options);
+    let cache = open_cache(
+        args.cache_dir.as_deref(),
+        args.no_cache,
+        &settings,
+        &options,
+    );
     let run = Schedule {
         threads: threads(args.threads),
         tune,
@@ -609,8 +606,19 @@ fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> Exit
 }
 
 /// `check`'s cache, unless `--no-cache`; one that cannot be opened is noted and done without.
-fn open_cache(dir: Option<PathBuf>, options: &Options) -> Option<crate::cache::Cache> {
-    let dir = dir?;
+/// The cache `check` and `simulate` share: the folder the flags, the environment and the
+/// configuration's place name (none under `--no-cache`), opened under its trust rules.
+fn open_cache(
+    requested: Option<&Path>,
+    no_cache: bool,
+    settings: &Settings,
+    options: &Options,
+) -> Option<crate::cache::Cache> {
+    let config = settings
+        .config_file
+        .as_ref()
+        .map(|(path, _)| path.as_path());
+    let dir = crate::cache::folder(requested, no_cache, config)?;
     crate::cache::Cache::open(&dir, options)
         .map_err(|e| eprintln!("credlint: note: no cache in {}: {e}", dir.display()))
         .ok()
@@ -690,16 +698,13 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
         confine: true,
         require_sandbox: args.require_sandbox,
     };
-    let cache_dir = crate::cache::folder(
+    // Opened as check opens it: the same folder, key and trust rules.
+    let cache = open_cache(
         args.cache_dir.as_deref(),
         args.no_cache,
-        settings
-            .config_file
-            .as_ref()
-            .map(|(path, _)| path.as_path()),
+        &settings,
+        &Options::default(),
     );
-    // Opened as check opens it: the same folder, key and trust rules.
-    let cache = open_cache(cache_dir, &Options::default());
     let memo = cache
         .as_ref()
         .and_then(|c| crate::cli::simulate::Memo::new(c, &sim));
