@@ -422,9 +422,10 @@ fn the_audit_hook_cannot_be_silenced_by_the_program() {
 }
 
 /// Every layer a report can name (docs/simulate.md lists them).
-const LAYERS: [&str; 16] = [
+const LAYERS: [&str; 17] = [
     "user-namespace",
     "mount-namespace",
+    "pod-filesystem",
     "pid-namespace",
     "network-namespace",
     "ipc-namespace",
@@ -635,8 +636,11 @@ fn what_the_program_leaves_is_read_without_links_or_blocking() {
              \x20       _o.remove(_p)\n\
              \x20   except OSError:\n\
              \x20       pass\n\
-             _o.mkfifo(_log)\n\
-             _o.symlink({host:?}, _access)",
+             try:\n\
+             \x20   _o.mkfifo(_log)\n\
+             \x20   _o.symlink({host:?}, _access)\n\
+             except OSError:\n\
+             \x20   pass",
             host = host.to_string_lossy()
         ),
     );
@@ -654,11 +658,19 @@ fn what_the_program_leaves_is_read_without_links_or_blocking() {
             .iter()
             .any(|(rule, m)| rule == "runtime-sandbox-escape" && m.contains(needle))
     };
-    assert!(reported("/dev/termination-log with a FIFO"), "{findings:?}");
-    assert!(
-        reported("the audit hook's log with a symbolic link"),
-        "{findings:?}"
-    );
+    // In the pod's root both files are mount points the program cannot replace; elsewhere it
+    // replaces them, and credlint refuses to read what it put there and says so.
+    let (held, _) = layers(&run.report()["summary"]["sandbox"]);
+    if !held.iter().any(|l| l == "pod-filesystem") {
+        assert!(reported("/dev/termination-log with a FIFO"), "{findings:?}");
+        assert!(
+            reported("the audit hook's log with a symbolic link"),
+            "{findings:?}"
+        );
+    } else {
+        assert!(!reported("with a FIFO"), "{findings:?}");
+        assert!(!reported("with a symbolic link"), "{findings:?}");
+    }
 }
 
 /// A component bundle whose create.py is `script`.
@@ -676,10 +688,10 @@ fn rules(run: &Run) -> Vec<String> {
 }
 
 /// Every run starts in a fresh folder: a program that misbehaves only until it finds its own
-/// marker (left in its working folder, `TMPDIR`, beside its program and beside the hook, as a
-/// pod never would find one: each Job run is a new pod) gets the verdict of the program that
-/// always misbehaves. Before, the marker outlived the first run and every later scenario saw
-/// the correct program.
+/// marker (left in its working folder, `TMPDIR`, beside its program and beside the hook, and
+/// in `/dev/shm`, the one place the pod's root lets it write; a pod never would find one: each
+/// Job run is a new pod) gets the verdict of the program that always misbehaves. Before, the
+/// marker outlived the first run and every later scenario saw the correct program.
 #[test]
 fn nothing_a_run_leaves_reaches_the_next() {
     if !python_or_skip() {
@@ -697,7 +709,7 @@ fn nothing_a_run_leaves_reaches_the_next() {
             "import os, sys, sitecustomize\n\
              places = [os.getcwd(), os.environ.get('TMPDIR', '.'),\n\
              \x20         os.path.dirname(os.path.abspath(sys.argv[0])),\n\
-             \x20         os.path.dirname(os.path.abspath(sitecustomize.__file__))]\n\
+             \x20         os.path.dirname(os.path.abspath(sitecustomize.__file__)), '/dev/shm']\n\
              seen = any(os.path.exists(os.path.join(p, '.seen')) for p in places)\n\
              for p in places:\n\
              \x20   try:\n\
@@ -716,7 +728,11 @@ fn nothing_a_run_leaves_reaches_the_next() {
     );
     let run = simulate(&marked, &[], None);
     assert_eq!(run.code, baseline.code, "{}", run.stderr);
-    assert_eq!(rules(&run), rules(&baseline), "{:?}", run.findings());
+    // In the pod's root the marker's writes outside it are refused and reported; the rest of
+    // the verdict is the always faulty program's.
+    let mut verdict = rules(&run);
+    verdict.retain(|r| r != "runtime-sandbox-escape");
+    assert_eq!(verdict, rules(&baseline), "{:?}", run.findings());
 }
 
 /// The program cannot tell a simulation from its pod by a name: nothing in its `__file__`, its
@@ -742,59 +758,55 @@ fn no_path_or_name_says_credlint() {
 }
 
 /// Every descendant of a program dies with its run: here a chain of 80 processes, each in a
-/// session of its own (`setsid`, then `fork`), each waiting, and the last one writing a marker
-/// after 3 seconds. Before, killing the chain stopped at 64 links and the rest lived on. The
-/// run is without Landlock, so that a survivor could write its marker outside the run folder.
+/// session of its own (`setsid`, then `fork`), each then replaced by a `sleep` whose argument
+/// no other process has. Before, killing the chain stopped at 64 links and the rest lived on.
+/// The run is without Landlock, so that nothing but the run's end stops them.
 #[test]
 fn no_descendant_outlives_the_run() {
     if !python_or_skip() {
         return;
     }
     let dir = common::temp_dir("sandbox-descendants");
-    let tmp = dir.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    // Writable for the pod's user the program runs as under root.
-    let shared = dir.join("shared");
-    std::fs::create_dir_all(&shared).unwrap();
-    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let marker = shared.join("survived");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    // A long sleep, told apart from every other process's by its digits.
+    let token = format!("{}.{:09}", 3000 + std::process::id() % 1000, nanos);
     bundle(
         &dir,
         &format!(
-            "import os as _o, select as _sel\n\
+            "import os as _o, shutil as _sh\n\
+             _sleep = _sh.which('sleep') or '/bin/sleep'\n\
              if _o.fork() == 0:\n\
              \x20   for _i in range(80):\n\
              \x20       _o.setsid()\n\
              \x20       if _o.fork() != 0:\n\
-             \x20           _sel.select([], [], [], 60)\n\
-             \x20           _o._exit(0)\n\
-             \x20   _sel.select([], [], [], 3)\n\
-             \x20   open({marker:?}, 'w').close()\n\
-             \x20   _o._exit(0)",
-            marker = marker.to_string_lossy()
+             \x20           _o.execv(_sleep, [_sleep, {token:?}])\n\
+             \x20   _o.execv(_sleep, [_sleep, {token:?}])",
         ),
     );
-    let tmp_text = tmp.to_string_lossy().into_owned();
-    let run = simulate_env(
-        &dir,
-        &[],
-        None,
-        &[("CREDLINT_LANDLOCK", "0"), ("TMPDIR", &tmp_text)],
+    let run = simulate_env(&dir, &[], None, &[("CREDLINT_LANDLOCK", "0")]);
+    // The `exec` of `sleep` is reported, and nothing else.
+    assert_eq!(run.code, Some(1), "{:?} {}", run.findings(), run.stderr);
+    assert!(
+        run.findings()
+            .iter()
+            .all(|(rule, m)| rule == "runtime-sandbox-escape" && m.contains("sleep")),
+        "{:?}",
+        run.findings()
     );
-    assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
-    // Every process of the program named its run folder, under `tmp`, on its command line.
     let survivors = || -> Vec<String> {
         std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
             .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
             .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-            .filter(|c| c.contains(&tmp_text))
+            .filter(|c| c.contains(&token))
             .collect()
     };
     assert_eq!(survivors(), Vec::<String>::new());
-    std::thread::sleep(Duration::from_secs(4));
-    assert!(!marker.exists(), "a descendant outlived the run");
+    std::thread::sleep(Duration::from_secs(1));
     assert_eq!(survivors(), Vec::<String>::new());
 }
 
@@ -823,29 +835,37 @@ fn the_namespaces_the_report_names_are_the_programs() {
         })
         .collect();
     let dir = common::temp_dir("sandbox-namespaces");
-    // Writable for the pod's user the program runs as under root.
-    let shared = dir.join("shared");
-    std::fs::create_dir_all(&shared).unwrap();
-    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let record = shared.join("namespaces");
+    // Said on standard error, which the failure it ends with reports: in the pod's root no
+    // host folder is there to write to.
     bundle(
         &dir,
         &format!(
-            "import os as _o\n\
-             with open({record:?}, 'w') as _f:\n\
-             \x20   for _ns in {names:?}:\n\
-             \x20       _f.write(_ns + ' ' + _o.readlink('/proc/self/ns/' + _ns) + '\\n')\n\
-             \x20   _f.write('pid1 %d\\n' % (_o.getpid() == 1))\n\
-             \x20   _f.write('host ' + _o.uname().nodename + '\\n')",
-            record = record.to_string_lossy(),
+            "import os as _o, posix as _px, sys as _s\n\
+             _said = []\n\
+             for _ns in {names:?}:\n\
+             \x20   _said.append(_ns + ' ' + _o.readlink('/proc/self/ns/' + _ns))\n\
+             _said.append('pid1 %d' % (_o.getpid() == 1))\n\
+             _said.append('host ' + _o.uname().nodename)\n\
+             _said.append('argv ' + _s.argv[0])\n\
+             try:\n\
+             \x20   _px.stat('/var/run/secrets/kubernetes.io/serviceaccount/token')\n\
+             \x20   _said.append('token 1')\n\
+             except OSError:\n\
+             \x20   _said.append('token 0')\n\
+             _s.stderr.write('SEEN ' + ';'.join(_said) + ' END')\n\
+             _s.exit(3)",
             names = ours.iter().map(|(ns, _)| *ns).collect::<Vec<_>>(),
         ),
     );
-    // The write outside the run folder is reported (runtime-sandbox-escape); it is the point.
     let run = simulate_env(&dir, &[], None, &[("CREDLINT_LANDLOCK", "0")]);
     let (held, _) = layers(&run.report()["summary"]["sandbox"]);
-    let seen = std::fs::read_to_string(&record)
-        .unwrap_or_else(|e| panic!("{e}: {:?} {}", run.findings(), run.stderr));
+    let seen = run
+        .findings()
+        .iter()
+        .find_map(|(_, m)| Some(m.split_once("SEEN ")?.1.split_once(" END")?.0.to_string()))
+        .unwrap_or_else(|| panic!("{:?} {}", run.findings(), run.stderr))
+        .replace(';', "\n");
+    let seen = format!("\n{seen}\n");
     for ((layer, ns), (_, mine)) in kinds.iter().zip(&ours) {
         let theirs = seen
             .lines()
@@ -868,6 +888,14 @@ fn the_namespaces_the_report_names_are_the_programs() {
         // Its pod's name: the Job's and five random characters.
         assert!(seen.contains("\nhost shop-db-credentials-"), "{seen}");
     }
+    // The pod's root: the program at the pod's path, the service-account token there for a
+    // call the startup hook does not redirect (`posix.stat`).
+    let pod_root = seen.contains("\nargv /credentials/create.py\n") && seen.contains("\ntoken 1\n");
+    assert_eq!(
+        pod_root,
+        held.iter().any(|l| l == "pod-filesystem"),
+        "{seen}; held: {held:?}"
+    );
 }
 
 /// Where the container refuses namespaces (Docker's default seccomp profile refuses
@@ -948,4 +976,56 @@ fn a_container_that_refuses_namespaces_gets_a_run_that_says_so() {
     assert_eq!(required.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("pid-namespace (refused"), "{stderr}");
     assert!(required.stdout.is_empty(), "no report: no program ran");
+}
+
+/// As root, the program runs as the Job's `runAsUser` and `runAsGroup` (the container's own
+/// over the pod's), in the pod's root: its command line and working folder are the pod's, it
+/// finds the ConfigMap's two files at `/credentials`, and the root is read-only. Said on
+/// standard error, which the failure it ends with reports.
+#[test]
+fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-run-as");
+    let script = "import errno, os, sys\n\
+        try:\n\
+        \x20   open('/written', 'w')\n\
+        \x20   ro = 'no'\n\
+        except OSError as e:\n\
+        \x20   ro = 'yes' if e.errno == errno.EROFS else 'errno %d' % e.errno\n\
+        sys.stderr.write('SEEN ids %d %d %s;argv %s;cwd %s;files %s;readonly %s END' % (\n\
+        \x20   os.getuid(), os.getgid(), os.getgroups(), ' '.join(sys.argv), os.getcwd(),\n\
+        \x20   ','.join(sorted(os.listdir('/credentials'))) if os.path.isdir('/credentials') else '-', ro))\n\
+        sys.exit(3)\n";
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", script);
+    let text = spec
+        .render()
+        .replace("runAsUser: 65532", "runAsUser: 1234")
+        .replace(
+            "allowPrivilegeEscalation: false",
+            "allowPrivilegeEscalation: false\n            runAsGroup: 4321",
+        );
+    assert!(text.contains("runAsGroup: 4321") && text.contains("runAsUser: 1234"));
+    std::fs::write(dir.join("bundle.yaml"), text).unwrap();
+    let run = simulate(&dir, &[], None);
+    let (held, _) = layers(&run.report()["summary"]["sandbox"]);
+    let seen = run
+        .findings()
+        .iter()
+        .find_map(|(_, m)| Some(m.split_once("SEEN ")?.1.split_once(" END")?.0.to_string()))
+        .unwrap_or_else(|| panic!("{:?} {}", run.findings(), run.stderr));
+    if held.iter().any(|l| l == "user") {
+        assert!(seen.starts_with("ids 1234 4321 []"), "{seen}");
+    }
+    if held.iter().any(|l| l == "pod-filesystem") {
+        assert!(
+            seen.contains(";argv /credentials/create.py /credentials/plan.json;cwd /;"),
+            "{seen}"
+        );
+        assert!(
+            seen.contains(";files create.py,plan.json;readonly yes"),
+            "{seen}"
+        );
+    }
 }

@@ -413,6 +413,8 @@ impl Writer {
             image,
             automount,
             fs_group,
+            run_as_user,
+            run_as_group,
         } = j;
         self.str(name);
         self.at(pod_loc);
@@ -476,6 +478,9 @@ impl Writer {
         });
         self.automount(automount);
         self.u8(u8::from(*fs_group));
+        for id in [run_as_user, run_as_group] {
+            self.opt(id, |w, v| w.u64(*v as u64));
+        }
     }
 }
 
@@ -803,6 +808,8 @@ impl<'b> Reader<'b> {
             image: self.opt(|r| Some((r.string()?, r.at()?)))?,
             automount: self.automount()?,
             fs_group: self.flag()?,
+            run_as_user: self.opt(|r| Some(r.u64()? as i64))?,
+            run_as_group: self.opt(|r| Some(r.u64()? as i64))?,
         })
     }
 }

@@ -80,11 +80,14 @@ impl SimContext {
             plan_json,
             script,
             role_rules,
+            run_as: (uid, gid),
         } = bundle;
         let mut state = self.state.clone();
         for text in [namespace, owner, kind, plan_json, script] {
             field(&mut state, text.as_bytes());
         }
+        state.update(uid.to_le_bytes());
+        state.update(gid.to_le_bytes());
         state.update((role_rules.len() as u64).to_le_bytes());
         for rule in role_rules {
             let RoleRule {
@@ -385,6 +388,7 @@ mod tests {
                 verbs: vec!["get".into()],
                 non_resource_urls: Vec::new(),
             }],
+            run_as: (65532, 65532),
         }
     }
 
@@ -410,6 +414,8 @@ mod tests {
             |b| b.role_rules[0].resource_names = Some(Vec::new()),
             |b| b.role_rules[0].api_groups = Vec::new(),
             |b| b.role_rules.push(RoleRule::default()),
+            |b| b.run_as.0 = 1000,
+            |b| b.run_as.1 = 1000,
         ];
         for edit in edits {
             let mut b = bundle();

@@ -38,6 +38,10 @@ pub fn sim_bundle(bundle: &Bundle) -> Result<SimBundle, String> {
         .filter(|k| !k.is_empty())
         .ok_or("its plan.json cannot be read")?;
     let role = bundle.first(MemberKind::Role).ok_or("it has no Role")?;
+    let run_as = match bundle.first(MemberKind::Job).map(|j| &j.facts) {
+        Some(Facts::Job(job)) => simulate::pod_user(job.run_as_user, job.run_as_group),
+        _ => simulate::pod_user(None, None),
+    };
     let Facts::Role(rules) = &role.facts else {
         return Err("it has no Role".into());
     };
@@ -57,6 +61,7 @@ pub fn sim_bundle(bundle: &Bundle) -> Result<SimBundle, String> {
                 non_resource_urls: Vec::new(),
             })
             .collect(),
+        run_as,
     })
 }
 

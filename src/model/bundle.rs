@@ -172,6 +172,10 @@ pub struct JobFacts {
     pub automount: Automount,
     /// The pod sets an fsGroup: the ConfigMap's files then belong to that group.
     pub fs_group: bool,
+    /// The first container's `runAsUser` and `runAsGroup`, its own or else the pod's (as
+    /// Kubernetes resolves them); None where neither sets an integer.
+    pub run_as_user: Option<i64>,
+    pub run_as_group: Option<i64>,
 }
 
 /// What a RoleBinding links: the Role it names and the ServiceAccounts it binds (name and

@@ -371,7 +371,18 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
         fs_group: pod
             .and_then(|p| p.at(&["securityContext", "fsGroup"]))
             .is_some_and(|n| !n.is_null()),
+        run_as_user: effective(pod, container, "runAsUser"),
+        run_as_group: effective(pod, container, "runAsGroup"),
     }
+}
+
+/// A security-context field of the container, or else of the pod (a null is unset).
+fn effective(pod: Option<&Node>, container: Option<&Node>, field: &str) -> Option<i64> {
+    [container, pod]
+        .into_iter()
+        .flatten()
+        .find_map(|n| n.at(&["securityContext", field]).filter(|v| !v.is_null()))
+        .and_then(|n| int(Some(n)))
 }
 
 fn int(node: Option<&Node>) -> Option<i64> {

@@ -443,8 +443,8 @@ pub fn resolve_python(
         Ok((succeeded, said))
     };
     let (succeeded, said) = if confine.can_switch_user() {
-        dir.hand_to(super::confine::POD_UID)
-            .map_err(RunError::Files)?;
+        let (uid, gid) = confine.pod_user();
+        dir.hand_to(uid, gid).map_err(RunError::Files)?;
         confine.with_user();
         match ask(confine) {
             Ok((true, said)) => (true, said),
@@ -453,10 +453,11 @@ pub fn resolve_python(
                 confine.without_user(format!(
                     "{} cannot start as uid {}: a folder on its path is closed to that user",
                     python.display(),
-                    super::confine::POD_UID
+                    confine.pod_user().0
                 ));
                 // SAFETY: geteuid has no preconditions.
-                dir.hand_to(unsafe { libc::geteuid() })
+                let me = unsafe { libc::geteuid() };
+                dir.hand_to(me, if me == 0 { 0 } else { me })
                     .map_err(RunError::Files)?;
                 ask(confine)?
             }
@@ -487,7 +488,66 @@ pub fn resolve_python(
     Ok(Interpreter { executable, paths })
 }
 
-/// Runs `python create.py plan.json` in the run folder. Err only when it cannot start.
+/// Starts the program's command line once, confined as every run will be (Landlock from
+/// `sandbox` included, no fallback), on the program already written to the run folder: `Err`
+/// says why it could not run to a clean exit. Simulate tries the pod's root this way before the
+/// first scenario.
+pub fn trial(
+    python: &Path,
+    dir: &RunDir,
+    env: &[(String, String)],
+    timeout: Duration,
+    confine: &Confine,
+    sandbox: Option<&super::sandbox::Sandbox>,
+) -> Result<(), String> {
+    let files = if confine.in_pod_fs() {
+        PathBuf::from(super::podfs::CREDENTIALS_PATH)
+    } else {
+        dir.join(super::podfs::CREDENTIALS)
+    };
+    let err_path = dir.join("trial-stderr");
+    let err = File::create(&err_path).map_err(|e| e.to_string())?;
+    let mut command = Command::new(python);
+    command
+        .arg(files.join("create.py"))
+        .arg(files.join("plan.json"))
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(dir.join("work"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err);
+    let landlock: Option<Landlock> = sandbox.map(|s| Box::new(s.enforce_in_child()) as Landlock);
+    // SAFETY: the hook makes only system calls (no allocation, no lock), as a child between
+    // fork and exec must.
+    unsafe {
+        command.pre_exec(confine.in_child(landlock));
+    }
+    become_subreaper();
+    let mut guard = match Guard::start(&mut command) {
+        Ok(guard) => guard,
+        Err(RunError::Spawn(e) | RunError::Files(e)) => return Err(e.to_string()),
+    };
+    let deadline = deadline_after(timeout);
+    while !guard.exited() && deadline.is_none_or(|d| Instant::now() < d) {
+        thread::sleep(Duration::from_millis(3));
+    }
+    let status = guard.finish();
+    drop(guard);
+    let said = head(&err_path, 4096);
+    let _ = fs::remove_file(&err_path);
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!(
+            "the interpreter ended with {s} in it: {}",
+            said.trim()
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Runs `python create.py plan.json` (at `/credentials` in the pod's root, else in the run
+/// folder). Err only when it cannot start.
 ///
 /// With a `sandbox` the program enforces it on itself before `exec`. Where that fails (the
 /// kernel refuses to confine it) the run starts again without, the sandbox is dropped for the
@@ -500,11 +560,17 @@ pub fn run(
     confine: &Confine,
     sandbox: &mut Option<super::sandbox::Sandbox>,
 ) -> Result<Outcome, RunError> {
+    // The pod's command line, where the program runs in the pod's root.
+    let files = if confine.in_pod_fs() {
+        PathBuf::from(super::podfs::CREDENTIALS_PATH)
+    } else {
+        dir.join(super::podfs::CREDENTIALS)
+    };
     let start = |landlock: Option<Landlock>| {
         let mut command = Command::new(python);
         command
-            .arg(dir.join("create.py"))
-            .arg(dir.join("plan.json"))
+            .arg(files.join("create.py"))
+            .arg(files.join("plan.json"))
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(dir.join("work"))

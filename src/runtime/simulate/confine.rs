@@ -5,9 +5,10 @@
 //! process group); every descriptor above 2 marked close-on-exec (credlint may have inherited
 //! open files from whoever started it); resource limits; namespaces of its own (mount, PID,
 //! IPC, UTS, and a user namespace; the PID namespace makes the program process 1, with a
-//! waiter outside standing for it, so that its end kills every descendant); every
+//! waiter outside standing for it, so that its end kills every descendant); as root, the
+//! pod's root filesystem (`podfs`), built as the PID namespace's first process; every
 //! capability dropped and, where credlint runs as root and the interpreter is reachable for
-//! it, the pod's user 65532;
+//! it, the pod's user (the Job's `runAsUser`/`runAsGroup`, 65532 where unset);
 //! `no_new_privs`; then (after Landlock) a seccomp filter that refuses raw and packet sockets,
 //! Unix-socket creation (a `socketpair` stays possible), UDP, ptrace and reading other
 //! processes' memory, keyrings, mounts, new namespaces, module loading, BPF, io_uring and the
@@ -21,7 +22,8 @@ use seccompiler::{
     SeccompRule,
 };
 
-/// The pod's user and group (the Job template's `runAsUser`/`runAsGroup` default).
+/// The pod's user and group where the Job does not say (`runAsUser`/`runAsGroup`), as in the
+/// images built to run as a user of their own.
 pub const POD_UID: u32 = 65532;
 
 /// The resource limits a program runs under, each `(resource, soft and hard limit)`.
@@ -55,9 +57,10 @@ const NO_PROCESS_LIMIT: &str =
 /// Every layer of the pod's confinement a report names, in the order it names them: the
 /// namespaces, who the program runs as and what it may ask the kernel for, its bounds, and the
 /// two layers that watch what it reaches (Landlock refuses, the audit hook reports).
-pub const LAYER_NAMES: [&str; 16] = [
+pub const LAYER_NAMES: [&str; 17] = [
     "user-namespace",
     "mount-namespace",
+    "pod-filesystem",
     "pid-namespace",
     "network-namespace",
     "ipc-namespace",
@@ -79,6 +82,11 @@ pub const LAYER_NAMES: [&str; 16] = [
 /// be made by one thread of a process that has several).
 const NO_NETWORK_NAMESPACE: &str = "credlint does not run as root: the namespace where the fake \
      servers listen needs root to make";
+
+/// Why the program gets no root of its own without root: credlint builds it with mounts in the
+/// program's mount namespace before the program becomes the pod's user.
+const NO_POD_FILESYSTEM: &str = "credlint does not run as root: the program runs in the host's \
+     root, its in-cluster paths redirected by the startup hook";
 
 /// The namespaces made besides the user namespace: `(layer, clone flag)`.
 const NAMESPACES: [(&str, libc::c_int); 4] = [
@@ -403,6 +411,8 @@ pub fn note_missing(layers: &Layers) {
 pub struct Confine {
     /// Switch to the pod's user (credlint is root and the interpreter starts as that user).
     user: bool,
+    /// The pod's user and group: the Job's `runAsUser` and `runAsGroup`.
+    pod_user: (u32, u32),
     /// credlint is root: the bounding set is emptied so an `exec` as root gains nothing.
     root: bool,
     filter: Option<BpfProgram>,
@@ -419,6 +429,8 @@ pub struct Confine {
     hostname: Vec<u8>,
     /// The network namespace the child enters, where the fake servers listen (as root).
     net: Option<super::netns::NetNs>,
+    /// The pod's root the child builds and enters (as root, in its mount and PID namespaces).
+    pod_fs: Option<std::sync::Arc<super::podfs::PodFs>>,
     pub layers: Layers,
 }
 
@@ -443,6 +455,14 @@ impl Confine {
         );
         layers.set("process-limit", Err(NO_PROCESS_LIMIT.into()));
         layers.set("network-namespace", Err(NO_NETWORK_NAMESPACE.into()));
+        layers.set(
+            "pod-filesystem",
+            Err(if root {
+                "the pod's root was not tried".into()
+            } else {
+                NO_POD_FILESYSTEM.into()
+            }),
+        );
         let probed = Probed::get();
         let mut namespaces = 0;
         for (layer, flag, state) in &probed.others {
@@ -479,6 +499,7 @@ impl Confine {
         };
         Confine {
             user: false,
+            pod_user: (POD_UID, POD_UID),
             root,
             filter,
             clone3,
@@ -487,6 +508,7 @@ impl Confine {
             user_namespace,
             hostname: b"credentials".to_vec(),
             net: None,
+            pod_fs: None,
             layers,
         }
     }
@@ -527,6 +549,42 @@ impl Confine {
         self.hostname = name;
     }
 
+    /// Whether the child can build the pod's root: credlint is root and the child gets mount
+    /// and PID namespaces of its own.
+    pub fn can_build_pod_fs(&self) -> bool {
+        let needed = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+        self.root && self.namespaces & needed == needed
+    }
+
+    /// The child builds and enters `plan` before it starts the program, or, with the reason,
+    /// starts it in the host's root (its in-cluster paths redirected by the startup hook).
+    pub fn with_pod_fs(&mut self, plan: Result<super::podfs::PodFs, String>) {
+        match plan {
+            Ok(plan) => {
+                self.layers.set("pod-filesystem", Ok(()));
+                self.pod_fs = Some(std::sync::Arc::new(plan));
+            }
+            Err(why) => {
+                self.layers.set("pod-filesystem", Err(why));
+                self.pod_fs = None;
+            }
+        }
+    }
+
+    /// Whether the program runs in the pod's root.
+    pub fn in_pod_fs(&self) -> bool {
+        self.pod_fs.is_some()
+    }
+
+    /// The user and group the program runs as where credlint is root (the Job's).
+    pub fn with_pod_user(&mut self, pod_user: (u32, u32)) {
+        self.pod_user = pod_user;
+    }
+
+    pub fn pod_user(&self) -> (u32, u32) {
+        self.pod_user
+    }
+
     /// Whether the program may run as the pod's user: credlint is root.
     pub fn can_switch_user(&self) -> bool {
         self.root
@@ -540,7 +598,8 @@ impl Confine {
             self.layers.set("process-limit", Ok(()));
             let probed = Probed::get();
             self.layers.set("user-namespace", probed.user.clone());
-            self.user_namespace = probed.user.is_ok().then(|| id_maps(POD_UID, POD_UID));
+            let (uid, gid) = self.pod_user;
+            self.user_namespace = probed.user.is_ok().then(|| id_maps(uid, gid));
         }
     }
 
@@ -572,6 +631,7 @@ impl Confine {
         mut landlock: Option<super::child::Landlock>,
     ) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
         let user = self.user;
+        let (uid, gid) = self.pod_user;
         let root = self.root;
         let filter = self.filter.clone();
         let clone3 = self.clone3.clone();
@@ -580,6 +640,7 @@ impl Confine {
         let user_namespace = self.user_namespace.clone();
         let hostname = self.hostname.clone();
         let net = self.net.as_ref().map(|n| n.raw());
+        let pod_fs = self.pod_fs.clone();
         let name_host = move || {
             if namespaces & libc::CLONE_NEWUTS != 0 {
                 // SAFETY: a buffer and its length, alive for the call.
@@ -643,11 +704,15 @@ impl Confine {
                     if namespaces & libc::CLONE_NEWPID != 0 {
                         first_of_pid_namespace()?;
                     }
+                    // As the first process of the PID namespace: its /proc shows that one.
+                    if let Some(pod_fs) = &pod_fs {
+                        pod_fs.enter()?;
+                    }
                 }
                 if user {
                     check(libc::setgroups(0, std::ptr::null()))?;
-                    check(libc::setresgid(POD_UID, POD_UID, POD_UID))?;
-                    check(libc::setresuid(POD_UID, POD_UID, POD_UID))?;
+                    check(libc::setresgid(gid, gid, gid))?;
+                    check(libc::setresuid(uid, uid, uid))?;
                 }
                 if let Some((uid_map, gid_map)) = &user_namespace {
                     // Without root, the other namespaces come with it (the kernel makes the

@@ -53,12 +53,19 @@ pub struct RunDir {
     path: PathBuf,
     fd: std::os::fd::OwnedFd,
     /// The user its folders were handed to ([`RunDir::hand_to`]), again after [`RunDir::renew`].
-    owner: std::sync::Mutex<Option<u32>>,
+    owner: std::sync::Mutex<Option<(u32, u32)>>,
 }
 
 /// The folders of a run folder: the service-account files, the hook, the program's working
-/// folder and its `TMPDIR`.
-const SUBFOLDERS: [&str; 4] = ["serviceaccount", "site", "work", "tmp"];
+/// folder and its `TMPDIR`, the ConfigMap's files, and where the pod's root is mounted.
+const SUBFOLDERS: [&str; 6] = [
+    "serviceaccount",
+    "site",
+    "work",
+    "tmp",
+    super::podfs::CREDENTIALS,
+    super::podfs::ROOT,
+];
 
 impl RunDir {
     pub fn create() -> io::Result<RunDir> {
@@ -106,13 +113,12 @@ impl RunDir {
 
     /// Gives the folder and its working folders to `uid` (and the group of the same number),
     /// the user the program runs as; credlint, as root, still removes them.
-    pub fn hand_to(&self, uid: u32) -> io::Result<()> {
-        let gid = if uid == 0 { 0 } else { uid };
+    pub fn hand_to(&self, uid: u32, gid: u32) -> io::Result<()> {
         std::os::unix::fs::chown(&self.path, Some(uid), Some(gid))?;
         for sub in SUBFOLDERS {
             std::os::unix::fs::lchown(self.path.join(sub), Some(uid), Some(gid))?;
         }
-        *self.owner.lock().unwrap_or_else(|e| e.into_inner()) = Some(uid);
+        *self.owner.lock().unwrap_or_else(|e| e.into_inner()) = Some((uid, gid));
         Ok(())
     }
 
@@ -142,9 +148,29 @@ impl RunDir {
         self.make_subfolders()?;
         let owner = *self.owner.lock().unwrap_or_else(|e| e.into_inner());
         match owner {
-            Some(uid) => self.hand_to(uid),
+            Some((uid, gid)) => self.hand_to(uid, gid),
             None => Ok(()),
         }
+    }
+
+    /// Makes the empty file `name` (a new one: nothing that stands there is followed) for the
+    /// user the folder was handed to.
+    pub fn make_file(&self, name: &str) -> io::Result<()> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let owner = *self.owner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((uid, gid)) = owner {
+            rustix::fs::fchown(
+                &fd,
+                Some(rustix::fs::Uid::from_raw(uid)),
+                Some(rustix::fs::Gid::from_raw(gid)),
+            )?;
+        }
+        Ok(())
     }
 
     pub fn join(&self, name: &str) -> PathBuf {
@@ -394,7 +420,7 @@ import sys as _sys
 
 
 def _install_audit(os, sys, run, ports, log_path):
-    run = os.path.realpath(run)
+    run = tuple(os.path.realpath(r) for r in run)
     loopback = ("127.0.0.1", "localhost", "::1", "kubernetes.default.svc", "kubernetes.default", "kubernetes")
     # Reads that any interpreter makes: its own modules, CA certificates, time zones, devices.
     readable = tuple(
@@ -437,7 +463,7 @@ def _install_audit(os, sys, run, ports, log_path):
 
     def judge_path(path, writes):
         full = resolve(path)
-        if full is None or under(full, (run,)):
+        if full is None or under(full, run):
             return
         if writes and not under(full, writable):
             record("write", full)
@@ -611,13 +637,17 @@ del _install_origin
 pub const ORIGIN_HEADER: &str = "X-Credlint-Origin";
 
 /// Writes the service-account files and the hook into `dir`; `ports` are those of the fake
-/// servers on loopback, which the program may connect to.
+/// servers on loopback, which the program may connect to. With `pod` the program runs in the
+/// pod's root (`podfs`), which puts every file at its in-cluster path: the hook redirects
+/// nothing, and the files the root mounts over (the termination and access logs) are made
+/// here, for the program's user to write.
 pub fn write_environment(
     dir: &RunDir,
     token: &str,
     ca_pem: &str,
     namespace: &str,
     ports: &[u16],
+    pod: bool,
 ) -> io::Result<()> {
     let sa = dir.join("serviceaccount");
     fs::write(sa.join("token"), token)?;
@@ -627,13 +657,44 @@ pub fn write_environment(
         .to_str()
         .ok_or_else(|| io::Error::other("the temporary folder's path is not UTF-8"))?;
     let literal = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
-    let prefixes = format!("({}, {})", literal(SA_PATHS[0]), literal(SA_PATHS[1]));
+    let tuple = |items: &[&str]| {
+        format!(
+            "({})",
+            items
+                .iter()
+                .map(|i| format!("{},", literal(i)))
+                .collect::<String>()
+        )
+    };
     let log = dir.join(TERMINATION_LOG);
-    let files = format!(
-        "{{{}: {}}}",
-        literal(TERMINATION_PATH),
-        literal(&log.to_string_lossy())
-    );
+    let (prefixes, files, roots, access_log) = if pod {
+        dir.make_file(TERMINATION_LOG)?;
+        dir.make_file(ACCESS_LOG)?;
+        // Where the pod's root mounts the log in the hook's folder.
+        dir.make_file(&format!("site/{ACCESS_LOG}"))?;
+        (
+            "()".to_string(),
+            "{}".to_string(),
+            tuple(&[
+                super::podfs::CREDENTIALS_PATH,
+                SA_PATHS[1],
+                TERMINATION_PATH,
+                super::podfs::HOOK_PATH,
+            ]),
+            format!("{}/{ACCESS_LOG}", super::podfs::HOOK_PATH),
+        )
+    } else {
+        (
+            tuple(&SA_PATHS),
+            format!(
+                "{{{}: {}}}",
+                literal(TERMINATION_PATH),
+                literal(&log.to_string_lossy())
+            ),
+            tuple(&[&dir.path.to_string_lossy()]),
+            dir.join(ACCESS_LOG).to_string_lossy().into_owned(),
+        )
+    };
     let hook = [HOOK, CLOCK_HOOK, ORIGIN_HOOK]
         .concat()
         .replace("__CLOCK_HEADER__", &literal(CLOCK_HEADER))
@@ -641,8 +702,8 @@ pub fn write_environment(
         .replace("__TARGET__", &literal(target))
         .replace("__PREFIXES__", &prefixes)
         .replace("__FILES__", &files)
-        .replace("__RUN__", &literal(&dir.path.to_string_lossy()))
-        .replace("__LOG__", &literal(&dir.join(ACCESS_LOG).to_string_lossy()))
+        .replace("__RUN__", &roots)
+        .replace("__LOG__", &literal(&access_log))
         .replace(
             "__PORTS__",
             &format!(
@@ -656,7 +717,7 @@ pub fn write_environment(
 /// The file a container's exit message goes to (`terminationMessagePath`'s default), and the
 /// run-folder file the hook makes it.
 pub const TERMINATION_PATH: &str = "/dev/termination-log";
-const TERMINATION_LOG: &str = "termination-log";
+pub const TERMINATION_LOG: &str = "termination-log";
 
 /// What the run wrote as its exit message (the first 64 KiB), removed for the next run; `Err`
 /// says what the program put in the file's place (not read).
@@ -665,7 +726,7 @@ pub fn take_termination_message(dir: &RunDir) -> Result<String, String> {
 }
 
 /// The run-folder file the audit hook logs to: one `kind<TAB>detail` line per access.
-const ACCESS_LOG: &str = "access-log";
+pub const ACCESS_LOG: &str = "access-log";
 
 /// What the run reached beyond its folder and the fake servers, `(kind, detail)`, as the hook
 /// logged it (the first 64 KiB), removed for the next run. A log the program replaced with
@@ -682,14 +743,16 @@ pub fn take_access_log(dir: &RunDir) -> Vec<(String, String)> {
 }
 
 /// Writes the program and its plan exactly as the ConfigMap holds them.
+/// They are in a folder of their own, which the pod's root mounts at `/credentials`.
 pub fn write_program(dir: &RunDir, script: &str, plan_json: &str) -> io::Result<()> {
-    fs::write(dir.join("create.py"), script)?;
-    fs::write(dir.join("plan.json"), plan_json)
+    let folder = dir.join(super::podfs::CREDENTIALS);
+    fs::write(folder.join("create.py"), script)?;
+    fs::write(folder.join("plan.json"), plan_json)
 }
 
 /// The child's whole environment: what a pod would see, what Python needs to find itself (a
 /// pyenv shim needs HOME and PYENV_*), and the hook; nothing else of the caller's leaks in.
-pub fn child_env(dir: &RunDir, port: u16) -> Vec<(String, String)> {
+pub fn child_env(dir: &RunDir, port: u16, pod: bool) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = Vec::new();
     for key in [
         "PATH",
@@ -721,11 +784,16 @@ pub fn child_env(dir: &RunDir, port: u16) -> Vec<(String, String)> {
         ),
         (format!("KUBERNETES_PORT_{port}_TCP_PORT"), port.clone()),
         (format!("KUBERNETES_PORT_{port}_TCP_PROTO"), "tcp".into()),
-        ("PYTHONPATH".into(), path("site")),
         ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
         ("PYTHONUNBUFFERED".into(), "1".into()),
         ("PYTHONIOENCODING".into(), "utf-8".into()),
-        ("TMPDIR".into(), path("tmp")),
     ]);
+    if pod {
+        // The pod's root is read-only: no folder for temporary files, as in the pod.
+        env.push(("PYTHONPATH".into(), super::podfs::HOOK_PATH.into()));
+    } else {
+        env.push(("PYTHONPATH".into(), path("site")));
+        env.push(("TMPDIR".into(), path("tmp")));
+    }
     env
 }

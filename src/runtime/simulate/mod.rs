@@ -5,25 +5,28 @@
 //! As in a pod: `KUBERNETES_SERVICE_HOST`/`KUBERNETES_SERVICE_PORT` (plus the other variables the
 //! kubelet sets), HTTPS with a CA and a server certificate made for this run (SAN `127.0.0.1` and
 //! `kubernetes.default.svc`), and the files `token`, `ca.crt`, `namespace` under
-//! `/var/run/secrets/kubernetes.io/serviceaccount/`. The program runs as
-//! `python3 <tmp>/create.py <tmp>/plan.json`, byte-identical to the ConfigMap, with a clean
-//! environment, in a session of its own, confined as its pod would be (`confine`, `sandbox`).
+//! `/var/run/secrets/kubernetes.io/serviceaccount/`. The program runs byte-identical to the
+//! ConfigMap, with a clean environment, in a session of its own, confined as its pod would be
+//! (`confine`, `sandbox`).
 //!
-//! The in-cluster path is redirected by a Python startup hook (`sitecustomize.py` on
-//! `PYTHONPATH`), not by a mount namespace. A private mount namespace needs an unprivileged user
-//! namespace, which Docker's default seccomp profile, Ubuntu's AppArmor restriction and many CI
-//! runners forbid, and a bind mount needs `/var/run/secrets/...` to exist as a mount point, or
-//! a tmpfs over all of `/var/run`. The hook works wherever `python3` runs, as any user, and
-//! touches nothing outside the run's temporary folder. It rewrites paths under the prefix (also
-//! through `/run/...`) for `open`/`io.open`, `os.open`, `os.stat`/`lstat`/`access`/`listdir`/
-//! `scandir`/`readlink` (so `os.path.exists`/`isfile` and `pathlib` follow) and for
-//! `ssl.SSLContext.load_verify_locations`/`load_cert_chain`, which OpenSSL reads in C. Limits:
-//! a program that reads the files through a subprocess, `ctypes` or the private `_io` module
-//! sees the real path (and, outside a cluster, no file); a program started with `-I`/`-S`
-//! would skip the hook, but the command line is ours. Non-root: where credlint runs as root it
-//! runs the program as the pod's user 65532 (the run folder handed to that user) when the
+//! Where credlint is root and the program gets mount and PID namespaces, it runs in the pod's
+//! root (`podfs`): `python3 /credentials/create.py /credentials/plan.json`, the
+//! service-account files at their in-cluster path, a read-only root, the termination log at
+//! `/dev/termination-log`. Elsewhere (no root: a private mount namespace then needs an
+//! unprivileged user namespace, which Docker's default seccomp profile, Ubuntu's AppArmor
+//! restriction and many CI runners forbid) it runs as `python3 <tmp>/credentials/create.py
+//! <tmp>/credentials/plan.json` in the host's root, and the in-cluster paths are redirected by
+//! the Python startup hook (`sitecustomize.py` on `PYTHONPATH`), which rewrites paths under
+//! the prefix (also through `/run/...`) for `open`/`io.open`, `os.open`, `os.stat`/`lstat`/
+//! `access`/`listdir`/`scandir`/`readlink` (so `os.path.exists`/`isfile` and `pathlib` follow)
+//! and for `ssl.SSLContext.load_verify_locations`/`load_cert_chain`, which OpenSSL reads in C.
+//! Limits there: a program that reads the files through a subprocess, `ctypes` or the private
+//! `_io` module sees the real path (and, outside a cluster, no file); a program started with
+//! `-I`/`-S` would skip the hook, but the command line is ours. Where credlint runs as root it
+//! runs the program as the pod's user (the Job's `runAsUser`, [`pod_user`]; the run folder
+//! handed to that user) when the
 //! interpreter starts as that user, and as root without capabilities where not (a note says
-//! so); nothing here needs a privilege.
+//! so).
 //!
 //! A bare interpreter name (the default `python3`) is resolved once per simulation to the
 //! interpreter's `sys.executable`, because a version manager's shim (pyenv's is a shell script)
@@ -103,6 +106,7 @@ mod confine;
 mod incluster;
 mod netns;
 mod patch;
+mod podfs;
 mod probe;
 mod rbac;
 mod sandbox;
@@ -139,6 +143,24 @@ pub struct SimBundle {
     pub script: String,
     /// The bundle's Role, as rendered (it may be wrong).
     pub role_rules: Vec<RoleRule>,
+    /// The user and group the Job's container runs as ([`pod_user`]), which the program runs
+    /// as where credlint is root.
+    pub run_as: (u32, u32),
+}
+
+/// The user and group a Job's container runs as, from its `runAsUser` and `runAsGroup`: the
+/// pod's default user 65532 where `runAsUser` is unset, and the user's number as its group
+/// where `runAsGroup` is unset (the image's group is not known here). The sandbox never runs a
+/// program as root: a `runAsUser` of 0, or one no Linux user id can be, runs it as 65532 (the
+/// Job's pod security findings report it).
+pub fn pod_user(run_as_user: Option<i64>, run_as_group: Option<i64>) -> (u32, u32) {
+    let id = |v: Option<i64>| {
+        v.and_then(|v| u32::try_from(v).ok())
+            .filter(|&v| v != 0 && v != u32::MAX)
+    };
+    let uid = id(run_as_user).unwrap_or(confine::POD_UID);
+    let gid = id(run_as_group).unwrap_or(uid);
+    (uid, gid)
 }
 
 /// One rule of the Role.
@@ -301,6 +323,10 @@ pub struct Simulated {
     pub layers: Layers,
 }
 
+/// The program simulate starts once in the pod's root before the scenarios: it ends cleanly
+/// only where the interpreter started and loaded the startup hook.
+const TRIAL_PROGRAM: &str = "import sys\nsys.exit(0 if 'sitecustomize' in sys.modules else 3)\n";
+
 /// Runs every scenario for `bundle` and returns the findings, sorted and deduplicated.
 pub fn simulate(bundle: &SimBundle, opts: &SimOptions) -> Result<Vec<SimFinding>, SimError> {
     simulate_counted(bundle, opts).map(|s| s.findings)
@@ -362,9 +388,16 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     let ports: Vec<u16> = std::iter::once(api.port())
         .chain(probes.iter().map(|p| p.port()))
         .collect();
-    incluster::write_environment(&dir, &ctx.token, &pki.ca_pem, &bundle.namespace, &ports)
-        .map_err(temp_err)?;
-    let env = incluster::child_env(&dir, api.port());
+    incluster::write_environment(
+        &dir,
+        &ctx.token,
+        &pki.ca_pem,
+        &bundle.namespace,
+        &ports,
+        false,
+    )
+    .map_err(temp_err)?;
+    let mut env = incluster::child_env(&dir, api.port(), false);
     let run_error = |e: child::RunError| match e {
         child::RunError::Spawn(e) => SimError::PythonMissing {
             python: opts.python.clone(),
@@ -373,6 +406,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         child::RunError::Files(e) => temp_err(e),
     };
     let mut confine = confine::Confine::new(opts.timeout);
+    confine.with_pod_user(bundle.run_as);
     confine.with_network(net);
     confine.with_hostname(
         &format!("{}-credentials", bundle.owner),
@@ -405,6 +439,55 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         sandbox::note_unconfined(reason);
     }
     confine.layers.set("landlock", landlock);
+    if !opts.confine {
+        confine.with_pod_fs(Err("turned off for this simulation".into()));
+    } else if confine.can_build_pod_fs() {
+        let pod_env = incluster::child_env(&dir, api.port(), true);
+        let tried = podfs::PodFs::plan(dir.path(), &interpreter.paths)
+            .map_err(|e| format!("cannot plan it: {e}"))
+            .and_then(|plan| {
+                confine.with_pod_fs(Ok(plan));
+                dir.renew().map_err(|e| e.to_string())?;
+                incluster::write_environment(
+                    &dir,
+                    &ctx.token,
+                    &pki.ca_pem,
+                    &bundle.namespace,
+                    &ports,
+                    true,
+                )
+                .map_err(|e| e.to_string())?;
+                // A program that ends cleanly only where the startup hook was loaded.
+                incluster::write_program(&dir, TRIAL_PROGRAM, "{}").map_err(|e| e.to_string())?;
+                if let Some(sandbox) = &mut confinement {
+                    sandbox.for_pod_root(&ports)?;
+                }
+                child::trial(
+                    &python,
+                    &dir,
+                    &pod_env,
+                    opts.timeout,
+                    &confine,
+                    confinement.as_ref(),
+                )
+            });
+        match tried {
+            Ok(()) => env = pod_env,
+            Err(why) => {
+                if let Some(sandbox) = &mut confinement {
+                    sandbox.for_host_root();
+                }
+                confine.with_pod_fs(Err(format!(
+                    "the program could not start in the pod's root: {why}"
+                )))
+            }
+        }
+        incluster::take_access_log(&dir);
+    } else if confine.can_switch_user() {
+        confine.with_pod_fs(Err(
+            "the program has no mount and PID namespaces of its own to build it in".into(),
+        ));
+    }
     if opts.require_sandbox {
         let missing = confine.layers.missing();
         if !missing.is_empty() {
@@ -450,8 +533,16 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             // A fresh folder for every run: nothing a run leaves (a marker, a changed hook or
             // program) reaches the next.
             dir.renew().map_err(temp_err)?;
-            incluster::write_environment(&dir, &ctx.token, &pki.ca_pem, &bundle.namespace, &ports)
-                .map_err(temp_err)?;
+            let pod = confine.in_pod_fs();
+            incluster::write_environment(
+                &dir,
+                &ctx.token,
+                &pki.ca_pem,
+                &bundle.namespace,
+                &ports,
+                pod,
+            )
+            .map_err(temp_err)?;
             incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
             let confined = confinement.is_some();
             let mut outcome = child::run(

@@ -80,7 +80,7 @@ const SYSTEM: &[&str] = &[
 
 /// Readable: what the C library and OpenSSL read to start a program, load its libraries,
 /// resolve `localhost` and verify a certificate, and time zones. Nothing here is a secret.
-const READABLE: &[&str] = &[
+pub const READABLE: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
@@ -112,6 +112,19 @@ pub struct Sandbox {
     ruleset: OwnedFd,
     /// The kernel's Landlock ABI version.
     pub abi: i32,
+    /// Set where the program runs in the pod's root: the child builds its ruleset there.
+    pod: Option<PodRules>,
+}
+
+/// The ruleset of a program in the pod's root, which exists only in the child: the child
+/// makes it on the pod's paths once it has entered the root. Everything the root shows may be
+/// read and executed (it holds only what the pod would see); what may be written is what a
+/// pod may write: the devices, `/dev/shm`, the termination log, and the hook's access log.
+struct PodRules {
+    attr: RulesetAttr,
+    /// `(pod path, rights)`, each right masked to what the ABI handles.
+    paths: Vec<(CString, u64)>,
+    ports: Vec<u16>,
 }
 
 /// Why the kernel last refused Landlock to a starting program (the note says it once).
@@ -229,7 +242,11 @@ impl Sandbox {
         let fd = RawFd::try_from(fd).map_err(|e| e.to_string())?;
         // SAFETY: a fresh descriptor (close-on-exec) that nothing else owns.
         let ruleset = unsafe { OwnedFd::from_raw_fd(fd) };
-        let sandbox = Sandbox { ruleset, abi };
+        let sandbox = Sandbox {
+            ruleset,
+            abi,
+            pod: None,
+        };
         sandbox.allow(run, fs, true)?;
         let read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR;
         for p in SYSTEM
@@ -257,6 +274,59 @@ impl Sandbox {
             }
         }
         Ok(sandbox)
+    }
+
+    /// The program runs in the pod's root (`podfs`): its child builds the ruleset on the pod's
+    /// paths, with the same network rules as this one.
+    pub fn for_pod_root(&mut self, ports: &[u16]) -> Result<(), String> {
+        let fs = fs_rights(self.abi);
+        let read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR;
+        let device = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV;
+        let log = format!(
+            "{}/{}",
+            super::podfs::HOOK_PATH,
+            super::incluster::ACCESS_LOG
+        );
+        let paths: [(&str, u64); 8] = [
+            ("/", read),
+            ("/dev/null", device),
+            ("/dev/zero", FS_READ_FILE),
+            ("/dev/full", device),
+            ("/dev/urandom", FS_READ_FILE),
+            ("/dev/shm", fs),
+            (
+                super::incluster::TERMINATION_PATH,
+                FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE,
+            ),
+            (log.as_str(), FS_WRITE_FILE),
+        ];
+        let mut rules = Vec::new();
+        for (path, rights) in paths {
+            rules.push((CString::new(path).map_err(|e| e.to_string())?, rights & fs));
+        }
+        self.pod = Some(PodRules {
+            attr: RulesetAttr {
+                handled_access_fs: fs,
+                handled_access_net: if self.abi >= 4 {
+                    NET_BIND_TCP | NET_CONNECT_TCP
+                } else {
+                    0
+                },
+                scoped: if self.abi >= 6 {
+                    SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+                } else {
+                    0
+                },
+            },
+            paths: rules,
+            ports: ports.to_vec(),
+        });
+        Ok(())
+    }
+
+    /// The program runs in the host's root after all (the pod's root failed its trial).
+    pub fn for_host_root(&mut self) {
+        self.pod = None;
     }
 
     /// Allows `access` (within what the ruleset handles; only a file's rights on a file) beneath
@@ -305,6 +375,17 @@ impl Sandbox {
     /// process (and which keeps a set-uid program from escaping).
     pub fn enforce_in_child(&self) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
         let fd = self.ruleset.as_raw_fd();
+        let pod = self.pod.as_ref().map(|p| {
+            (
+                RulesetAttr {
+                    handled_access_fs: p.attr.handled_access_fs,
+                    handled_access_net: p.attr.handled_access_net,
+                    scoped: p.attr.scoped,
+                },
+                p.paths.clone(),
+                p.ports.clone(),
+            )
+        });
         move || {
             // SAFETY: prctl(2) and the Landlock call take plain integers; `fd` is the ruleset,
             // inherited from the parent, which keeps it open until the child has started.
@@ -312,11 +393,75 @@ impl Sandbox {
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }
-                if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+            }
+            let ruleset = match &pod {
+                Some((attr, paths, ports)) => pod_ruleset(attr, paths, ports)?,
+                None => fd,
+            };
+            // SAFETY: as above; `ruleset` is open (the parent's, or the one just made).
+            unsafe {
+                if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
                     return Err(io::Error::last_os_error());
                 }
             }
             Ok(())
         }
     }
+}
+
+/// Makes the ruleset of a program in the pod's root, in the child: system calls only, on
+/// paths and attributes prepared in credlint. A path the root lacks is skipped.
+fn pod_ruleset(attr: &RulesetAttr, paths: &[(CString, u64)], ports: &[u16]) -> io::Result<RawFd> {
+    // SAFETY: the attribute lives for the call and its size is passed with it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            attr as *const RulesetAttr,
+            std::mem::size_of::<RulesetAttr>(),
+            0u32,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let ruleset = RawFd::try_from(fd).map_err(io::Error::other)?;
+    let add = |kind: libc::c_int, rule: *const libc::c_void| -> io::Result<()> {
+        // SAFETY: `rule` points at the attribute struct of `kind`, alive for the call.
+        if unsafe { libc::syscall(libc::SYS_landlock_add_rule, ruleset, kind, rule, 0u32) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    for (path, rights) in paths {
+        let Ok(target) = rustix::fs::open(
+            path.as_c_str(),
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) else {
+            continue;
+        };
+        let is_dir = rustix::fs::fstat(&target)
+            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir());
+        let rule = PathBeneathAttr {
+            allowed_access: rights & if is_dir { u64::MAX } else { FS_FILE },
+            parent_fd: target.as_raw_fd(),
+        };
+        add(
+            RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr as *const libc::c_void,
+        )?;
+    }
+    if attr.handled_access_net != 0 {
+        for &port in ports {
+            let rule = NetPortAttr {
+                allowed_access: NET_CONNECT_TCP,
+                port: u64::from(port),
+            };
+            add(
+                RULE_NET_PORT,
+                &rule as *const NetPortAttr as *const libc::c_void,
+            )?;
+        }
+    }
+    Ok(ruleset)
 }

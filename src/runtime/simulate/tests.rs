@@ -133,6 +133,7 @@ impl Case {
             plan_json: self.plan_json(),
             script: script.into(),
             role_rules: self.role(),
+            run_as: (65532, 65532),
         }
     }
 }
@@ -859,18 +860,19 @@ fn a_hanging_program_is_killed_in_time_and_leaves_nothing_behind() {
 /// Runs a Python check inside the in-cluster environment, optionally as `nobody`.
 fn run_in_cluster_env(check: &str, as_nobody: bool) -> (child::Exit, String) {
     let dir = incluster::RunDir::create().unwrap();
-    incluster::write_environment(&dir, "the-token", "not really a CA\n", NS, &[]).unwrap();
+    incluster::write_environment(&dir, "the-token", "not really a CA\n", NS, &[], false).unwrap();
     incluster::write_program(&dir, check, "{}").unwrap();
     let mut confine = super::confine::Confine::new(Duration::from_secs(10));
     let python = if as_nobody {
         // As credlint runs it when it is root: the pod's user, owning the run folder.
-        dir.hand_to(super::confine::POD_UID).unwrap();
+        dir.hand_to(super::confine::POD_UID, super::confine::POD_UID)
+            .unwrap();
         confine.with_user();
         PathBuf::from("/usr/bin/python3")
     } else {
         PathBuf::from("python3")
     };
-    let env = incluster::child_env(&dir, 1);
+    let env = incluster::child_env(&dir, 1, false);
     let Ok(outcome) = child::run(
         &python,
         &dir,
