@@ -980,8 +980,9 @@ fn a_container_that_refuses_namespaces_gets_a_run_that_says_so() {
 
 /// As root, the program runs as the Job's `runAsUser` and `runAsGroup` (the container's own
 /// over the pod's), in the pod's root: its command line and working folder are the pod's, it
-/// finds the ConfigMap's two files at `/credentials`, and the root is read-only. Said on
-/// standard error, which the failure it ends with reports.
+/// finds the ConfigMap's two files at `/credentials`, the root is read-only, and the API
+/// server is at the `kubernetes` Service's address. Said on standard error, which the failure
+/// it ends with reports.
 #[test]
 fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
     if !python_or_skip() {
@@ -994,9 +995,10 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
         \x20   ro = 'no'\n\
         except OSError as e:\n\
         \x20   ro = 'yes' if e.errno == errno.EROFS else 'errno %d' % e.errno\n\
-        sys.stderr.write('SEEN ids %d %d %s;argv %s;cwd %s;files %s;readonly %s END' % (\n\
+        sys.stderr.write('SEEN ids %d %d %s;argv %s;cwd %s;files %s;readonly %s;api %s:%s END' % (\n\
         \x20   os.getuid(), os.getgid(), os.getgroups(), ' '.join(sys.argv), os.getcwd(),\n\
-        \x20   ','.join(sorted(os.listdir('/credentials'))) if os.path.isdir('/credentials') else '-', ro))\n\
+        \x20   ','.join(sorted(os.listdir('/credentials'))) if os.path.isdir('/credentials') else '-', ro,\n\
+        \x20   os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT']))\n\
         sys.exit(3)\n";
     let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", script);
     let text = spec
@@ -1024,8 +1026,12 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
             "{seen}"
         );
         assert!(
-            seen.contains(";files create.py,plan.json;readonly yes"),
+            seen.contains(";files create.py,plan.json;readonly yes;"),
             "{seen}"
         );
+    }
+    // In its own network the fake API server is where a pod finds the `kubernetes` Service.
+    if held.iter().any(|l| l == "network-namespace") {
+        assert!(seen.ends_with(";api 10.96.0.1:443"), "{seen}");
     }
 }

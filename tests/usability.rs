@@ -901,7 +901,8 @@ fn foreign_write(before: &str) -> String {
          _c = _s.create_default_context(cafile=_sa + 'ca.crt')\n\
          _t = open(_sa + 'token').read()\n\
          _b = _j.dumps({{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {{'name': 'not-planned'}}}}).encode()\n\
-         _r = _u.Request('https://127.0.0.1:%s/api/v1/namespaces/shop/secrets' % _o.environ['KUBERNETES_SERVICE_PORT'],\n\
+         _e = _o.environ\n\
+         _r = _u.Request('https://%s:%s/api/v1/namespaces/shop/secrets' % (_e['KUBERNETES_SERVICE_HOST'], _e['KUBERNETES_SERVICE_PORT']),\n\
          \x20   data=_b, method='POST', headers={{'Authorization': 'Bearer ' + _t, 'Content-Type': 'application/json'}})\n\
          {before}\
          try:\n\

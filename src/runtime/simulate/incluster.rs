@@ -265,15 +265,15 @@ pub struct Pki {
     pub tls: Arc<rustls::ServerConfig>,
 }
 
-/// A CA and a server certificate for `127.0.0.1` and `kubernetes.default.svc`, made per run.
+/// A CA and a server certificate for the `kubernetes` Service's address and names and
+/// `127.0.0.1`, made per run.
 /// The extensions (key identifiers, key usages) are those that strict X.509 checking, the
 /// default of Python 3.13 and later, requires.
 pub fn make_pki() -> Result<Pki, String> {
     let text = |e: rcgen::Error| e.to_string();
     let ca_key = KeyPair::generate().map_err(text)?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(text)?;
-    ca.distinguished_name
-        .push(DnType::CommonName, "credlint simulate CA");
+    ca.distinguished_name.push(DnType::CommonName, "kubernetes");
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -283,8 +283,11 @@ pub fn make_pki() -> Result<Pki, String> {
     let ca_cert = ca.self_signed(&ca_key).map_err(text)?;
 
     let server_key = KeyPair::generate().map_err(text)?;
+    // As a cluster's API server certificate names itself: the Service's address and names.
     let names = [
         "127.0.0.1",
+        "10.96.0.1",
+        "kubernetes.default.svc.cluster.local",
         "kubernetes.default.svc",
         "kubernetes.default",
         "kubernetes",
@@ -421,7 +424,7 @@ import sys as _sys
 
 def _install_audit(os, sys, run, ports, log_path):
     run = tuple(os.path.realpath(r) for r in run)
-    loopback = ("127.0.0.1", "localhost", "::1", "kubernetes.default.svc", "kubernetes.default", "kubernetes")
+    loopback = ("127.0.0.1", "10.96.0.1", "localhost", "::1", "kubernetes.default.svc", "kubernetes.default", "kubernetes")
     # Reads that any interpreter makes: its own modules, CA certificates, time zones, devices.
     readable = tuple(
         os.path.realpath(p)
@@ -752,7 +755,7 @@ pub fn write_program(dir: &RunDir, script: &str, plan_json: &str) -> io::Result<
 
 /// The child's whole environment: what a pod would see, what Python needs to find itself (a
 /// pyenv shim needs HOME and PYENV_*), and the hook; nothing else of the caller's leaks in.
-pub fn child_env(dir: &RunDir, port: u16, pod: bool) -> Vec<(String, String)> {
+pub fn child_env(dir: &RunDir, host: &str, port: u16, pod: bool) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = Vec::new();
     for key in [
         "PATH",
@@ -770,18 +773,15 @@ pub fn child_env(dir: &RunDir, port: u16, pod: bool) -> Vec<(String, String)> {
     let port = port.to_string();
     let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
     env.extend([
-        ("KUBERNETES_SERVICE_HOST".into(), "127.0.0.1".into()),
+        ("KUBERNETES_SERVICE_HOST".into(), host.into()),
         ("KUBERNETES_SERVICE_PORT".into(), port.clone()),
         ("KUBERNETES_SERVICE_PORT_HTTPS".into(), port.clone()),
-        ("KUBERNETES_PORT".into(), format!("tcp://127.0.0.1:{port}")),
+        ("KUBERNETES_PORT".into(), format!("tcp://{host}:{port}")),
         (
             format!("KUBERNETES_PORT_{port}_TCP"),
-            format!("tcp://127.0.0.1:{port}"),
+            format!("tcp://{host}:{port}"),
         ),
-        (
-            format!("KUBERNETES_PORT_{port}_TCP_ADDR"),
-            "127.0.0.1".into(),
-        ),
+        (format!("KUBERNETES_PORT_{port}_TCP_ADDR"), host.into()),
         (format!("KUBERNETES_PORT_{port}_TCP_PORT"), port.clone()),
         (format!("KUBERNETES_PORT_{port}_TCP_PROTO"), "tcp".into()),
         ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),

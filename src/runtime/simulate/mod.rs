@@ -3,11 +3,14 @@
 //!
 //! # How the program reaches the fake cluster
 //! As in a pod: `KUBERNETES_SERVICE_HOST`/`KUBERNETES_SERVICE_PORT` (plus the other variables the
-//! kubelet sets), HTTPS with a CA and a server certificate made for this run (SAN `127.0.0.1` and
-//! `kubernetes.default.svc`), and the files `token`, `ca.crt`, `namespace` under
+//! kubelet sets), HTTPS with a CA (`CN=kubernetes`) and a server certificate made for this run
+//! (the `kubernetes` Service's address and names, and `127.0.0.1`), and the files `token`,
+//! `ca.crt`, `namespace` under
 //! `/var/run/secrets/kubernetes.io/serviceaccount/`. The program runs byte-identical to the
 //! ConfigMap, with a clean environment, in a session of its own, confined as its pod would be
-//! (`confine`, `sandbox`).
+//! (`confine`, `sandbox`). In the program's own network namespace (as root) the API server
+//! listens where a pod finds the `kubernetes` Service, `10.96.0.1:443`; elsewhere at `127.0.0.1`
+//! and a port the kernel picks.
 //!
 //! Where credlint is root and the program gets mount and PID namespaces, it runs in the pod's
 //! root (`podfs`): `python3 /credentials/create.py /credentials/plan.json`, the
@@ -357,10 +360,11 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     let net = confine::Confine::network(opts.confine);
     let listen_in = net.as_ref().ok();
     let api_ctx = Arc::clone(&ctx);
-    let api = Service::start(
+    let api = Service::start_at(
         "api",
         Arc::new(move |stream, stop| server::serve_api_connection(&api_ctx, stream, stop)),
         listen_in,
+        true,
     )
     .map_err(loopback)?;
 
@@ -397,7 +401,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         false,
     )
     .map_err(temp_err)?;
-    let mut env = incluster::child_env(&dir, api.port(), false);
+    let mut env = incluster::child_env(&dir, api.host(), api.port(), false);
     let run_error = |e: child::RunError| match e {
         child::RunError::Spawn(e) => SimError::PythonMissing {
             python: opts.python.clone(),
@@ -442,7 +446,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     if !opts.confine {
         confine.with_pod_fs(Err("turned off for this simulation".into()));
     } else if confine.can_build_pod_fs() {
-        let pod_env = incluster::child_env(&dir, api.port(), true);
+        let pod_env = incluster::child_env(&dir, api.host(), api.port(), true);
         let tried = podfs::PodFs::plan(dir.path(), &interpreter.paths)
             .map_err(|e| format!("cannot plan it: {e}"))
             .and_then(|plan| {

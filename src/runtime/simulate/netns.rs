@@ -8,7 +8,7 @@
 //! are.
 
 use std::io;
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
@@ -25,6 +25,7 @@ impl NetNs {
             // every descriptor stays valid on every thread.
             unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }?;
             loopback_up()?;
+            add_address(b"lo:1\0", API_ADDRESS)?;
             let fd = rustix::fs::open(
                 "/proc/thread-self/ns/net",
                 rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
@@ -38,13 +39,18 @@ impl NetNs {
 
     /// A listening TCP socket on the namespace's loopback, on a port the kernel picks.
     pub fn bind_loopback(&self) -> io::Result<TcpListener> {
+        self.bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+    }
+
+    /// A listening TCP socket in the namespace at `at`.
+    pub fn bind(&self, at: SocketAddrV4) -> io::Result<TcpListener> {
         let ns = Arc::clone(&self.0);
         on_own_thread(move || {
             rustix::thread::move_into_link_name_space(
                 ns.as_fd(),
                 Some(rustix::thread::LinkNameSpaceType::Network),
             )?;
-            TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            TcpListener::bind(at)
         })
     }
 
@@ -64,6 +70,52 @@ fn on_own_thread<T: Send + 'static>(
         .spawn(work)?
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the namespace's thread panicked")))
+}
+
+/// The address of the `kubernetes` Service as a pod sees it (the first address of the usual
+/// service range), where the fake API server listens at port 443 in the namespace.
+pub const API_ADDRESS: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 1);
+
+/// Gives the loopback a second address, `address`/32, through the alias `name`
+/// (NUL-terminated): a packet to it stays in the namespace, as one to 127.0.0.1 does.
+fn add_address(name: &[u8], address: Ipv4Addr) -> io::Result<()> {
+    let socket = rustix::net::socket(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::DGRAM,
+        None,
+    )?;
+    // SAFETY: `ifreq` and `sockaddr_in` are plain data, zeroed is a valid value of each.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(name) {
+        *slot = *byte as libc::c_char;
+    }
+    // SAFETY: as above.
+    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    sin.sin_family = libc::AF_INET as libc::sa_family_t;
+    sin.sin_addr.s_addr = u32::from(address).to_be();
+    let mut mask = sin;
+    mask.sin_addr.s_addr = u32::MAX;
+    // SAFETY: a `sockaddr_in` fits in the `sockaddr` of the union, which SIOCSIFADDR and
+    // SIOCSIFNETMASK read as one; the socket and `request` live for each call.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (&sin as *const libc::sockaddr_in).cast::<u8>(),
+            (&mut request.ifr_ifru.ifru_addr as *mut libc::sockaddr).cast::<u8>(),
+            std::mem::size_of::<libc::sockaddr_in>(),
+        );
+        if libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFADDR, &request) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        std::ptr::copy_nonoverlapping(
+            (&mask as *const libc::sockaddr_in).cast::<u8>(),
+            (&mut request.ifr_ifru.ifru_netmask as *mut libc::sockaddr).cast::<u8>(),
+            std::mem::size_of::<libc::sockaddr_in>(),
+        );
+        if libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFNETMASK, &request) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Sets the `lo` interface up (a new namespace's loopback starts down).

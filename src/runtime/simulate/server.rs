@@ -36,6 +36,7 @@ type Handler = dyn Fn(TcpStream, &AtomicBool) + Send + Sync;
 
 /// A listening loopback port and its threads.
 pub struct Service {
+    host: String,
     port: u16,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -49,18 +50,34 @@ impl Service {
         handler: Arc<Handler>,
         net: Option<&super::netns::NetNs>,
     ) -> io::Result<Service> {
+        Service::start_at(name, handler, net, false)
+    }
+
+    /// [`Service::start`]; with `api` and a namespace, at the `kubernetes` Service's address
+    /// and port 443 as a pod sees them.
+    pub fn start_at(
+        name: &str,
+        handler: Arc<Handler>,
+        net: Option<&super::netns::NetNs>,
+        api: bool,
+    ) -> io::Result<Service> {
         let listener = match net {
+            Some(net) if api => {
+                net.bind(std::net::SocketAddrV4::new(super::netns::API_ADDRESS, 443))?
+            }
             Some(net) => net.bind_loopback()?,
             None => TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?,
         };
         listener.set_nonblocking(true)?;
-        let port = listener.local_addr()?.port();
+        let address = listener.local_addr()?;
+        let port = address.port();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = thread::Builder::new()
             .name(format!("credlint-sim-{name}"))
             .spawn(move || accept_loop(listener, handler, flag))?;
         Ok(Service {
+            host: address.ip().to_string(),
             port,
             stop,
             thread: Some(thread),
@@ -69,6 +86,11 @@ impl Service {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The address it listens at.
+    pub fn host(&self) -> &str {
+        &self.host
     }
 
     /// Stops accepting, closes the port and waits for every connection thread.
