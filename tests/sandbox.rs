@@ -1035,3 +1035,98 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
         assert!(seen.ends_with(";api 10.96.0.1:443"), "{seen}");
     }
 }
+
+/// Without root, the program still gets the pod's root where the kernel gives it a user
+/// namespace: the child builds the root with the capabilities that namespace gives it over
+/// its own mounts. credlint is started here as `nobody` (the test is root); the report says
+/// `pod-filesystem` held exactly where the program saw the pod's paths.
+#[test]
+fn without_root_the_pod_root_is_built_in_the_programs_user_namespace() {
+    if !python_or_skip() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: starting credlint as another user needs root");
+        return;
+    }
+    if !Path::new("/usr/bin/python3").is_file() {
+        eprintln!("SKIPPED: no /usr/bin/python3 for an unprivileged user to start");
+        return;
+    }
+    let dir = common::temp_dir("sandbox-unprivileged");
+    let open = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap()
+    };
+    open(&dir, 0o755);
+    // A copy `nobody` can start, wherever the checkout is.
+    let binary = dir.join("credlint");
+    std::fs::copy(env!("CARGO_BIN_EXE_credlint"), &binary).unwrap();
+    open(&binary, 0o755);
+    let script = "import os, posix, sys\n\
+        try:\n\
+        \x20   posix.stat('/var/run/secrets/kubernetes.io/serviceaccount/token')\n\
+        \x20   token = 1\n\
+        except OSError:\n\
+        \x20   token = 0\n\
+        sys.stderr.write('SEEN uid %d;argv %s;token %d END' % (os.getuid(), sys.argv[0], token))\n\
+        sys.exit(3)\n";
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", script);
+    let bundle = dir.join("bundle.yaml");
+    std::fs::write(&bundle, spec.render()).unwrap();
+    open(&bundle, 0o644);
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    open(&tmp, 0o1777);
+    let mut command = std::process::Command::new(&binary);
+    command
+        .args(["simulate", "--no-cache", "--no-config", "--format", "json"])
+        .args(["--timeout", "20", "--python", "/usr/bin/python3"])
+        .arg(&bundle)
+        .current_dir(dir.as_path())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", dir.as_path())
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null());
+    // SAFETY: setgroups, setresgid and setresuid on plain integers, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) < 0
+                || libc::setresgid(65534, 65534, 65534) < 0
+                || libc::setresuid(65534, 65534, 65534) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let (held, missing) = layers(&report["summary"]["sandbox"]);
+    assert!(
+        missing.iter().any(|(l, _)| l == "user"),
+        "credlint runs as nobody: {held:?}"
+    );
+    let seen = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|f| {
+            let m = f["message"].as_str()?;
+            Some(m.split_once("SEEN ")?.1.split_once(" END")?.0.to_string())
+        })
+        .unwrap_or_else(|| panic!("{report} {stderr}"));
+    assert!(seen.starts_with("uid 65534;"), "{seen}");
+    let pod_root = seen.ends_with(";argv /credentials/create.py;token 1");
+    assert_eq!(
+        pod_root,
+        held.iter().any(|l| l == "pod-filesystem"),
+        "{seen}; {report}"
+    );
+    if !pod_root {
+        eprintln!("note: no pod's root without root here: {missing:?}");
+    }
+}

@@ -488,6 +488,30 @@ pub fn resolve_python(
     Ok(Interpreter { executable, paths })
 }
 
+/// `python create.py plan.json`, the pod's command line where the program runs in the pod's
+/// root (`/credentials/...`), else on the run folder's files, with `env` alone and no input.
+fn program_command(
+    python: &Path,
+    dir: &RunDir,
+    env: &[(String, String)],
+    confine: &Confine,
+) -> Command {
+    let files = if confine.in_pod_fs() {
+        PathBuf::from(super::podfs::CREDENTIALS_PATH)
+    } else {
+        dir.join(super::podfs::CREDENTIALS)
+    };
+    let mut command = Command::new(python);
+    command
+        .arg(files.join("create.py"))
+        .arg(files.join("plan.json"))
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(dir.join("work"))
+        .stdin(Stdio::null());
+    command
+}
+
 /// Starts the program's command line once, confined as every run will be (Landlock from
 /// `sandbox` included, no fallback), on the program already written to the run folder: `Err`
 /// says why it could not run to a clean exit. Simulate tries the pod's root this way before the
@@ -500,23 +524,10 @@ pub fn trial(
     confine: &Confine,
     sandbox: Option<&super::sandbox::Sandbox>,
 ) -> Result<(), String> {
-    let files = if confine.in_pod_fs() {
-        PathBuf::from(super::podfs::CREDENTIALS_PATH)
-    } else {
-        dir.join(super::podfs::CREDENTIALS)
-    };
     let err_path = dir.join("trial-stderr");
     let err = File::create(&err_path).map_err(|e| e.to_string())?;
-    let mut command = Command::new(python);
-    command
-        .arg(files.join("create.py"))
-        .arg(files.join("plan.json"))
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(dir.join("work"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err);
+    let mut command = program_command(python, dir, env, confine);
+    command.stdout(Stdio::null()).stderr(err);
     let landlock: Option<Landlock> = sandbox.map(|s| Box::new(s.enforce_in_child()) as Landlock);
     // SAFETY: the hook makes only system calls (no allocation, no lock), as a child between
     // fork and exec must.
@@ -560,23 +571,9 @@ pub fn run(
     confine: &Confine,
     sandbox: &mut Option<super::sandbox::Sandbox>,
 ) -> Result<Outcome, RunError> {
-    // The pod's command line, where the program runs in the pod's root.
-    let files = if confine.in_pod_fs() {
-        PathBuf::from(super::podfs::CREDENTIALS_PATH)
-    } else {
-        dir.join(super::podfs::CREDENTIALS)
-    };
     let start = |landlock: Option<Landlock>| {
-        let mut command = Command::new(python);
-        command
-            .arg(files.join("create.py"))
-            .arg(files.join("plan.json"))
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .current_dir(dir.join("work"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut command = program_command(python, dir, env, confine);
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
         // SAFETY: the hook makes only system calls (no allocation, no lock), as a child
         // between fork and exec must.
         unsafe {

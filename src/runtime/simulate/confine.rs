@@ -5,8 +5,8 @@
 //! process group); every descriptor above 2 marked close-on-exec (credlint may have inherited
 //! open files from whoever started it); resource limits; namespaces of its own (mount, PID,
 //! IPC, UTS, and a user namespace; the PID namespace makes the program process 1, with a
-//! waiter outside standing for it, so that its end kills every descendant); as root, the
-//! pod's root filesystem (`podfs`), built as the PID namespace's first process; every
+//! waiter outside standing for it, so that its end kills every descendant); the pod's root
+//! filesystem (`podfs`), built as the PID namespace's first process; every
 //! capability dropped and, where credlint runs as root and the interpreter is reachable for
 //! it, the pod's user (the Job's `runAsUser`/`runAsGroup`, 65532 where unset);
 //! `no_new_privs`; then (after Landlock) a seccomp filter that refuses raw and packet sockets,
@@ -85,8 +85,8 @@ const NO_NETWORK_NAMESPACE: &str = "credlint does not run as root: the namespace
 
 /// Why the program gets no root of its own without root: credlint builds it with mounts in the
 /// program's mount namespace before the program becomes the pod's user.
-const NO_POD_FILESYSTEM: &str = "credlint does not run as root: the program runs in the host's \
-     root, its in-cluster paths redirected by the startup hook";
+const NO_POD_FILESYSTEM: &str = "credlint does not run as root and the program has no user \
+     namespace: it runs in the host's root, its in-cluster paths redirected by the startup hook";
 
 /// The namespaces made besides the user namespace: `(layer, clone flag)`.
 const NAMESPACES: [(&str, libc::c_int); 4] = [
@@ -455,14 +455,7 @@ impl Confine {
         );
         layers.set("process-limit", Err(NO_PROCESS_LIMIT.into()));
         layers.set("network-namespace", Err(NO_NETWORK_NAMESPACE.into()));
-        layers.set(
-            "pod-filesystem",
-            Err(if root {
-                "the pod's root was not tried".into()
-            } else {
-                NO_POD_FILESYSTEM.into()
-            }),
-        );
+        layers.set("pod-filesystem", Err("the pod's root was not tried".into()));
         let probed = Probed::get();
         let mut namespaces = 0;
         for (layer, flag, state) in &probed.others {
@@ -553,7 +546,16 @@ impl Confine {
     /// and PID namespaces of its own.
     pub fn can_build_pod_fs(&self) -> bool {
         let needed = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
-        self.root && self.namespaces & needed == needed
+        (self.root || self.user_namespace.is_some()) && self.namespaces & needed == needed
+    }
+
+    /// Why the child cannot build the pod's root ([`Confine::can_build_pod_fs`] is false).
+    pub fn why_no_pod_fs(&self) -> String {
+        if self.root || self.user_namespace.is_some() {
+            "the program has no mount and PID namespaces of its own to build it in".into()
+        } else {
+            NO_POD_FILESYSTEM.into()
+        }
     }
 
     /// The child builds and enters `plan` before it starts the program, or, with the reason,
@@ -726,6 +728,10 @@ impl Confine {
                 }
                 if !root && user_namespace.is_some() && namespaces & libc::CLONE_NEWPID != 0 {
                     first_of_pid_namespace()?;
+                    // With the capabilities its new user namespace gives it over its mounts.
+                    if let Some(pod_fs) = &pod_fs {
+                        pod_fs.enter()?;
+                    }
                 }
                 check(libc::prctl(
                     libc::PR_CAP_AMBIENT,

@@ -12,10 +12,10 @@
 //! listens where a pod finds the `kubernetes` Service, `10.96.0.1:443`; elsewhere at `127.0.0.1`
 //! and a port the kernel picks.
 //!
-//! Where credlint is root and the program gets mount and PID namespaces, it runs in the pod's
-//! root (`podfs`): `python3 /credentials/create.py /credentials/plan.json`, the
+//! Where the program gets mount and PID namespaces (as root, or in its user namespace), it runs
+//! in the pod's root (`podfs`): `python3 /credentials/create.py /credentials/plan.json`, the
 //! service-account files at their in-cluster path, a read-only root, the termination log at
-//! `/dev/termination-log`. Elsewhere (no root: a private mount namespace then needs an
+//! `/dev/termination-log`. Elsewhere (without root a private mount namespace needs an
 //! unprivileged user namespace, which Docker's default seccomp profile, Ubuntu's AppArmor
 //! restriction and many CI runners forbid) it runs as `python3 <tmp>/credentials/create.py
 //! <tmp>/credentials/plan.json` in the host's root, and the in-cluster paths are redirected by
@@ -392,15 +392,18 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     let ports: Vec<u16> = std::iter::once(api.port())
         .chain(probes.iter().map(|p| p.port()))
         .collect();
-    incluster::write_environment(
-        &dir,
-        &ctx.token,
-        &pki.ca_pem,
-        &bundle.namespace,
-        &ports,
-        false,
-    )
-    .map_err(temp_err)?;
+    // The service-account files and the hook, in the pod's root or in the host's.
+    let write_environment = |pod: bool| {
+        incluster::write_environment(
+            &dir,
+            &ctx.token,
+            &pki.ca_pem,
+            &bundle.namespace,
+            &ports,
+            pod,
+        )
+    };
+    write_environment(false).map_err(temp_err)?;
     let mut env = incluster::child_env(&dir, api.host(), api.port(), false);
     let run_error = |e: child::RunError| match e {
         child::RunError::Spawn(e) => SimError::PythonMissing {
@@ -452,15 +455,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             .and_then(|plan| {
                 confine.with_pod_fs(Ok(plan));
                 dir.renew().map_err(|e| e.to_string())?;
-                incluster::write_environment(
-                    &dir,
-                    &ctx.token,
-                    &pki.ca_pem,
-                    &bundle.namespace,
-                    &ports,
-                    true,
-                )
-                .map_err(|e| e.to_string())?;
+                write_environment(true).map_err(|e| e.to_string())?;
                 // A program that ends cleanly only where the startup hook was loaded.
                 incluster::write_program(&dir, TRIAL_PROGRAM, "{}").map_err(|e| e.to_string())?;
                 if let Some(sandbox) = &mut confinement {
@@ -487,10 +482,9 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             }
         }
         incluster::take_access_log(&dir);
-    } else if confine.can_switch_user() {
-        confine.with_pod_fs(Err(
-            "the program has no mount and PID namespaces of its own to build it in".into(),
-        ));
+    } else {
+        let why = confine.why_no_pod_fs();
+        confine.with_pod_fs(Err(why));
     }
     if opts.require_sandbox {
         let missing = confine.layers.missing();
@@ -538,15 +532,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             // program) reaches the next.
             dir.renew().map_err(temp_err)?;
             let pod = confine.in_pod_fs();
-            incluster::write_environment(
-                &dir,
-                &ctx.token,
-                &pki.ca_pem,
-                &bundle.namespace,
-                &ports,
-                pod,
-            )
-            .map_err(temp_err)?;
+            write_environment(pod).map_err(temp_err)?;
             incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
             let confined = confinement.is_some();
             let mut outcome = child::run(

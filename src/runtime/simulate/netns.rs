@@ -79,17 +79,8 @@ pub const API_ADDRESS: Ipv4Addr = Ipv4Addr::new(10, 96, 0, 1);
 /// Gives the loopback a second address, `address`/32, through the alias `name`
 /// (NUL-terminated): a packet to it stays in the namespace, as one to 127.0.0.1 does.
 fn add_address(name: &[u8], address: Ipv4Addr) -> io::Result<()> {
-    let socket = rustix::net::socket(
-        rustix::net::AddressFamily::INET,
-        rustix::net::SocketType::DGRAM,
-        None,
-    )?;
-    // SAFETY: `ifreq` and `sockaddr_in` are plain data, zeroed is a valid value of each.
-    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (slot, byte) in request.ifr_name.iter_mut().zip(name) {
-        *slot = *byte as libc::c_char;
-    }
-    // SAFETY: as above.
+    let (socket, mut request) = interface_request(name)?;
+    // SAFETY: `sockaddr_in` is plain data, zeroed is a valid value of it.
     let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
     sin.sin_family = libc::AF_INET as libc::sa_family_t;
     sin.sin_addr.s_addr = u32::from(address).to_be();
@@ -118,8 +109,9 @@ fn add_address(name: &[u8], address: Ipv4Addr) -> io::Result<()> {
     Ok(())
 }
 
-/// Sets the `lo` interface up (a new namespace's loopback starts down).
-fn loopback_up() -> io::Result<()> {
+/// A socket to ask the kernel about interfaces with, and a request naming the interface
+/// `name` (NUL-terminated).
+fn interface_request(name: &[u8]) -> io::Result<(OwnedFd, libc::ifreq)> {
     let socket = rustix::net::socket(
         rustix::net::AddressFamily::INET,
         rustix::net::SocketType::DGRAM,
@@ -127,9 +119,15 @@ fn loopback_up() -> io::Result<()> {
     )?;
     // SAFETY: `ifreq` is plain data, zeroed is a valid value of it.
     let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+    for (slot, byte) in request.ifr_name.iter_mut().zip(name) {
         *slot = *byte as libc::c_char;
     }
+    Ok((socket, request))
+}
+
+/// Sets the `lo` interface up (a new namespace's loopback starts down).
+fn loopback_up() -> io::Result<()> {
+    let (socket, mut request) = interface_request(b"lo\0")?;
     // SAFETY: the socket is open for the call, and `request` is an `ifreq` that lives for it,
     // as SIOCGIFFLAGS and SIOCSIFFLAGS expect.
     unsafe {

@@ -1,4 +1,5 @@
-//! The pod's filesystem, where credlint is root: the program starts in a root of its own, as
+//! The pod's filesystem, where the program gets mount and PID namespaces (as root, or inside
+//! its user namespace): the program starts in a root of its own, as
 //! its container would, and finds what its pod would find at the pod's paths and nothing of
 //! the host's beyond what an image holds.
 //!
@@ -49,12 +50,15 @@ enum Step {
     File(CString),
     /// A symbolic link in the new root.
     Link { target: CString, at: CString },
-    /// A bind mount, read-only unless `writable`; a device keeps its node usable.
+    /// A bind mount, read-only unless `writable`; a device keeps its node usable. `keep`:
+    /// the source mount's flags a remount in a user namespace must keep (the kernel locks
+    /// them there).
     Bind {
         from: CString,
         to: CString,
         writable: bool,
         device: bool,
+        keep: MountFlags,
     },
     /// A fresh tmpfs.
     Tmpfs { at: CString, data: CString },
@@ -66,6 +70,31 @@ enum Step {
 pub struct PodFs {
     root: CString,
     steps: Vec<Step>,
+}
+
+/// The flags of the mount `path` lies on that a user namespace locks: a remount of a bind of
+/// it there must keep them (as root they are kept too, which changes nothing the program may
+/// do: none of them grants anything).
+fn locked(path: &Path) -> MountFlags {
+    use rustix::fs::StatVfsMountFlags as F;
+    let Ok(st) = rustix::fs::statvfs(path) else {
+        return MountFlags::empty();
+    };
+    let mut keep = MountFlags::empty();
+    for (has, flag) in [
+        (F::RDONLY, MountFlags::RDONLY),
+        (F::NOSUID, MountFlags::NOSUID),
+        (F::NODEV, MountFlags::NODEV),
+        (F::NOEXEC, MountFlags::NOEXEC),
+        (F::NOATIME, MountFlags::NOATIME),
+        (F::NODIRATIME, MountFlags::NODIRATIME),
+        (F::RELATIME, MountFlags::RELATIME),
+    ] {
+        if st.f_flag.contains(has) {
+            keep |= flag;
+        }
+    }
+    keep
 }
 
 fn c(path: &Path) -> io::Result<CString> {
@@ -123,6 +152,7 @@ impl PodFs {
                     to: c(&to)?,
                     writable: true,
                     device: true,
+                    keep: locked(&host),
                 });
             }
         }
@@ -175,6 +205,7 @@ impl PodFs {
             ))?,
             writable: true,
             device: false,
+            keep: locked(run),
         });
         Ok(PodFs {
             root: c(&root)?,
@@ -184,8 +215,8 @@ impl PodFs {
 
     /// Builds the root and makes it the process's own: system calls only, on paths prepared
     /// in [`PodFs::plan`] (no allocation, no lock), as a child between `fork` and `exec` must.
-    /// The caller is root in a mount namespace of its own and the first process of its PID
-    /// namespace. The working folder is the root, as in an image without `WORKDIR`.
+    /// The caller has the capabilities of its mount namespace (root, or the creator of its user
+    /// namespace) and is the first process of its PID namespace. The working folder is the root, as in an image without `WORKDIR`.
     pub fn enter(&self) -> io::Result<()> {
         let root = self.root.as_c_str();
         // Nothing mounted here reaches the host's namespace, and nothing of the host's
@@ -217,15 +248,18 @@ impl PodFs {
                     to,
                     writable,
                     device,
+                    keep,
                 } => {
                     rustix::mount::mount_bind_recursive(from.as_c_str(), to.as_c_str())?;
-                    let mut flags = MountFlags::BIND | MountFlags::NOSUID;
+                    if *device {
+                        // A device's bind keeps its source's flags, nodev not among them.
+                        continue;
+                    }
+                    let mut flags = MountFlags::BIND | MountFlags::NOSUID | *keep;
                     if !writable {
                         flags |= MountFlags::RDONLY;
                     }
-                    if !device {
-                        flags |= MountFlags::NODEV;
-                    }
+                    flags |= MountFlags::NODEV;
                     rustix::mount::mount_remount(to.as_c_str(), flags, c"")?;
                 }
                 Step::Tmpfs { at, data } => rustix::mount::mount(
@@ -324,6 +358,7 @@ impl Planner {
             to: c(&under(&self.root, to))?,
             writable,
             device: false,
+            keep: locked(from),
         });
         self.bound.push(to.to_path_buf());
         Ok(())
@@ -341,6 +376,7 @@ impl Planner {
             to: at,
             writable,
             device: false,
+            keep: locked(from),
         });
         self.bound.push(to.to_path_buf());
         Ok(())
