@@ -991,6 +991,10 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
     let dir = common::temp_dir("sandbox-run-as");
     let script = "import errno, os, sys\n\
         try:\n\
+        \x20   open('/dev/shm/scratch', 'w').write('x')\n\
+        except OSError:\n\
+        \x20   pass\n\
+        try:\n\
         \x20   open('/written', 'w')\n\
         \x20   ro = 'no'\n\
         except OSError as e:\n\
@@ -1028,6 +1032,21 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
         assert!(
             seen.contains(";files create.py,plan.json;readonly yes;"),
             "{seen}"
+        );
+        // The pod's own /dev/shm is no escape; the refused write to its root is reported.
+        let escapes: Vec<String> = run
+            .findings()
+            .into_iter()
+            .filter(|(rule, _)| rule == "runtime-sandbox-escape")
+            .map(|(_, m)| m)
+            .collect();
+        assert!(
+            escapes.iter().all(|m| !m.contains("/dev/shm")),
+            "{escapes:?}"
+        );
+        assert!(
+            escapes.iter().any(|m| m.contains("/written")),
+            "{escapes:?}"
         );
     }
     // In its own network the fake API server is where a pod finds the `kubernetes` Service.

@@ -678,11 +678,14 @@ pub fn write_environment(
         (
             "()".to_string(),
             "{}".to_string(),
+            // What the pod may read and write beyond the system's files: its volumes, its
+            // exit message, the hook, and `/dev/shm`, which is its own (fresh for every run).
             tuple(&[
                 super::podfs::CREDENTIALS_PATH,
                 SA_PATHS[1],
                 TERMINATION_PATH,
                 super::podfs::HOOK_PATH,
+                "/dev/shm",
             ]),
             format!("{}/{ACCESS_LOG}", super::podfs::HOOK_PATH),
         )
