@@ -422,19 +422,8 @@ pub fn resolve_python(
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(Stdio::null());
-        // SAFETY: the hook makes only system calls (no allocation, no lock), as a child
-        // between fork and exec must.
-        unsafe {
-            command.pre_exec(confine.in_child(None));
-        }
-        become_subreaper();
-        let mut guard = Guard::start(&mut command)?;
-        let deadline = deadline_after(timeout);
-        while !guard.exited() && deadline.is_none_or(|d| Instant::now() < d) {
-            thread::sleep(Duration::from_millis(3));
-        }
-        let succeeded = guard.exited() && guard.finish().is_ok_and(|s| s.success());
-        drop(guard);
+        let succeeded =
+            run_bounded(&mut command, confine, None, timeout)?.is_some_and(|s| s.success());
         // A path and the interpreter's search folders: a few KiB. An interpreter given by
         // `--python` that prints far more is cut off (the JSON then fails to parse: not
         // trusted).
@@ -457,8 +446,7 @@ pub fn resolve_python(
                 ));
                 // SAFETY: geteuid has no preconditions.
                 let me = unsafe { libc::geteuid() };
-                dir.hand_to(me, if me == 0 { 0 } else { me })
-                    .map_err(RunError::Files)?;
+                dir.hand_to(me, me).map_err(RunError::Files)?;
                 ask(confine)?
             }
         }
@@ -529,32 +517,42 @@ pub fn trial(
     let mut command = program_command(python, dir, env, confine);
     command.stdout(Stdio::null()).stderr(err);
     let landlock: Option<Landlock> = sandbox.map(|s| Box::new(s.enforce_in_child()) as Landlock);
+    let status = run_bounded(&mut command, confine, landlock, timeout);
+    let said = head(&err_path, 4096);
+    let _ = fs::remove_file(&err_path);
+    match status {
+        Ok(Some(s)) if s.success() => Ok(()),
+        Ok(Some(s)) => Err(format!(
+            "the interpreter ended with {s} in it: {}",
+            said.trim()
+        )),
+        Ok(None) => Err("it did not end within the timeout".into()),
+        Err(RunError::Spawn(e) | RunError::Files(e)) => Err(e.to_string()),
+    }
+}
+
+/// Starts `command` confined (`landlock` enforced where given) and waits for it at most
+/// `timeout`: its exit status, or None where it was still running and was killed.
+fn run_bounded(
+    command: &mut Command,
+    confine: &Confine,
+    landlock: Option<Landlock>,
+    timeout: Duration,
+) -> Result<Option<std::process::ExitStatus>, RunError> {
     // SAFETY: the hook makes only system calls (no allocation, no lock), as a child between
     // fork and exec must.
     unsafe {
         command.pre_exec(confine.in_child(landlock));
     }
     become_subreaper();
-    let mut guard = match Guard::start(&mut command) {
-        Ok(guard) => guard,
-        Err(RunError::Spawn(e) | RunError::Files(e)) => return Err(e.to_string()),
-    };
+    let mut guard = Guard::start(command)?;
     let deadline = deadline_after(timeout);
     while !guard.exited() && deadline.is_none_or(|d| Instant::now() < d) {
         thread::sleep(Duration::from_millis(3));
     }
-    let status = guard.finish();
-    drop(guard);
-    let said = head(&err_path, 4096);
-    let _ = fs::remove_file(&err_path);
-    match status {
-        Ok(s) if s.success() => Ok(()),
-        Ok(s) => Err(format!(
-            "the interpreter ended with {s} in it: {}",
-            said.trim()
-        )),
-        Err(e) => Err(e.to_string()),
-    }
+    let exited = guard.exited();
+    let status = guard.finish().map_err(RunError::Spawn)?;
+    Ok(exited.then_some(status))
 }
 
 /// Runs `python create.py plan.json` (at `/credentials` in the pod's root, else in the run

@@ -429,7 +429,8 @@ pub struct Confine {
     hostname: Vec<u8>,
     /// The network namespace the child enters, where the fake servers listen (as root).
     net: Option<super::netns::NetNs>,
-    /// The pod's root the child builds and enters (as root, in its mount and PID namespaces).
+    /// The pod's root the child builds and enters, in its mount and PID namespaces (as root, or
+    /// with the capabilities of its user namespace).
     pod_fs: Option<std::sync::Arc<super::podfs::PodFs>>,
     pub layers: Layers,
 }
@@ -542,8 +543,8 @@ impl Confine {
         self.hostname = name;
     }
 
-    /// Whether the child can build the pod's root: credlint is root and the child gets mount
-    /// and PID namespaces of its own.
+    /// Whether the child can build the pod's root: it gets mount and PID namespaces of its own,
+    /// and either credlint is root or the child makes a user namespace to hold them.
     pub fn can_build_pod_fs(&self) -> bool {
         let needed = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
         (self.root || self.user_namespace.is_some()) && self.namespaces & needed == needed
@@ -643,6 +644,16 @@ impl Confine {
         let hostname = self.hostname.clone();
         let net = self.net.as_ref().map(|n| n.raw());
         let pod_fs = self.pod_fs.clone();
+        // The PID namespace's first process, in the pod's root where it has one (its /proc
+        // then shows that namespace).
+        let first_process = move || -> io::Result<()> {
+            // SAFETY: in the child between fork and exec, as first_of_pid_namespace requires.
+            unsafe { first_of_pid_namespace() }?;
+            match &pod_fs {
+                Some(pod_fs) => pod_fs.enter(),
+                None => Ok(()),
+            }
+        };
         let name_host = move || {
             if namespaces & libc::CLONE_NEWUTS != 0 {
                 // SAFETY: a buffer and its length, alive for the call.
@@ -704,11 +715,7 @@ impl Confine {
                     // the fork would count against that user's processes across the machine,
                     // which another program's fork bomb may have used up.
                     if namespaces & libc::CLONE_NEWPID != 0 {
-                        first_of_pid_namespace()?;
-                    }
-                    // As the first process of the PID namespace: its /proc shows that one.
-                    if let Some(pod_fs) = &pod_fs {
-                        pod_fs.enter()?;
+                        first_process()?;
                     }
                 }
                 if user {
@@ -726,12 +733,9 @@ impl Confine {
                         name_host();
                     }
                 }
+                // With the capabilities its new user namespace gives it over its mounts.
                 if !root && user_namespace.is_some() && namespaces & libc::CLONE_NEWPID != 0 {
-                    first_of_pid_namespace()?;
-                    // With the capabilities its new user namespace gives it over its mounts.
-                    if let Some(pod_fs) = &pod_fs {
-                        pod_fs.enter()?;
-                    }
+                    first_process()?;
                 }
                 check(libc::prctl(
                     libc::PR_CAP_AMBIENT,

@@ -758,7 +758,12 @@ pub fn write_program(dir: &RunDir, script: &str, plan_json: &str) -> io::Result<
 
 /// The child's whole environment: what a pod would see, what Python needs to find itself (a
 /// pyenv shim needs HOME and PYENV_*), and the hook; nothing else of the caller's leaks in.
-pub fn child_env(dir: &RunDir, host: &str, port: u16, pod: bool) -> Vec<(String, String)> {
+pub fn child_env(
+    dir: &RunDir,
+    host: std::net::IpAddr,
+    port: u16,
+    pod: bool,
+) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = Vec::new();
     for key in [
         "PATH",
@@ -776,7 +781,7 @@ pub fn child_env(dir: &RunDir, host: &str, port: u16, pod: bool) -> Vec<(String,
     let port = port.to_string();
     let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
     env.extend([
-        ("KUBERNETES_SERVICE_HOST".into(), host.into()),
+        ("KUBERNETES_SERVICE_HOST".into(), host.to_string()),
         ("KUBERNETES_SERVICE_PORT".into(), port.clone()),
         ("KUBERNETES_SERVICE_PORT_HTTPS".into(), port.clone()),
         ("KUBERNETES_PORT".into(), format!("tcp://{host}:{port}")),
@@ -784,7 +789,7 @@ pub fn child_env(dir: &RunDir, host: &str, port: u16, pod: bool) -> Vec<(String,
             format!("KUBERNETES_PORT_{port}_TCP"),
             format!("tcp://{host}:{port}"),
         ),
-        (format!("KUBERNETES_PORT_{port}_TCP_ADDR"), host.into()),
+        (format!("KUBERNETES_PORT_{port}_TCP_ADDR"), host.to_string()),
         (format!("KUBERNETES_PORT_{port}_TCP_PORT"), port.clone()),
         (format!("KUBERNETES_PORT_{port}_TCP_PROTO"), "tcp".into()),
         ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),

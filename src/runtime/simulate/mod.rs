@@ -429,8 +429,6 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     )
     .map_err(run_error)?;
     let python = interpreter.executable;
-    // What the question itself reached is no part of the first run.
-    incluster::take_access_log(&dir);
     // Built once: the run folder and the ports stay the same for every run of this bundle.
     let mut confinement = None;
     let landlock = if opts.confine {
@@ -459,7 +457,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
                 // A program that ends cleanly only where the startup hook was loaded.
                 incluster::write_program(&dir, TRIAL_PROGRAM, "{}").map_err(|e| e.to_string())?;
                 if let Some(sandbox) = &mut confinement {
-                    sandbox.for_pod_root(&ports)?;
+                    sandbox.for_pod_root()?;
                 }
                 child::trial(
                     &python,
@@ -481,7 +479,6 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
                 )))
             }
         }
-        incluster::take_access_log(&dir);
     } else {
         let why = confine.why_no_pod_fs();
         confine.with_pod_fs(Err(why));

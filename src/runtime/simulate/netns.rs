@@ -86,24 +86,19 @@ fn add_address(name: &[u8], address: Ipv4Addr) -> io::Result<()> {
     sin.sin_addr.s_addr = u32::from(address).to_be();
     let mut mask = sin;
     mask.sin_addr.s_addr = u32::MAX;
-    // SAFETY: a `sockaddr_in` fits in the `sockaddr` of the union, which SIOCSIFADDR and
-    // SIOCSIFNETMASK read as one; the socket and `request` live for each call.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            (&sin as *const libc::sockaddr_in).cast::<u8>(),
-            (&mut request.ifr_ifru.ifru_addr as *mut libc::sockaddr).cast::<u8>(),
-            std::mem::size_of::<libc::sockaddr_in>(),
-        );
-        if libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFADDR, &request) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        std::ptr::copy_nonoverlapping(
-            (&mask as *const libc::sockaddr_in).cast::<u8>(),
-            (&mut request.ifr_ifru.ifru_netmask as *mut libc::sockaddr).cast::<u8>(),
-            std::mem::size_of::<libc::sockaddr_in>(),
-        );
-        if libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFNETMASK, &request) < 0 {
-            return Err(io::Error::last_os_error());
+    for (call, value) in [(libc::SIOCSIFADDR, sin), (libc::SIOCSIFNETMASK, mask)] {
+        // SAFETY: a `sockaddr_in` fits in the `sockaddr` of the union (the address and the
+        // netmask are the same member's storage), which each call reads; the socket and
+        // `request` live for the call.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (&value as *const libc::sockaddr_in).cast::<u8>(),
+                (&mut request.ifr_ifru.ifru_addr as *mut libc::sockaddr).cast::<u8>(),
+                std::mem::size_of::<libc::sockaddr_in>(),
+            );
+            if libc::ioctl(socket.as_raw_fd(), call, &request) < 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
     }
     Ok(())

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 /// `struct landlock_ruleset_attr` (ABI 6 layout; older kernels accept it with the fields they
 /// do not know left zero).
 #[repr(C)]
+#[derive(Clone, Copy)]
 struct RulesetAttr {
     handled_access_fs: u64,
     handled_access_net: u64,
@@ -112,6 +113,8 @@ pub struct Sandbox {
     ruleset: OwnedFd,
     /// The kernel's Landlock ABI version.
     pub abi: i32,
+    /// The fake servers' ports, the only ones the program may connect to.
+    ports: Vec<u16>,
     /// Set where the program runs in the pod's root: the child builds its ruleset there.
     pod: Option<PodRules>,
 }
@@ -121,10 +124,8 @@ pub struct Sandbox {
 /// read and executed (it holds only what the pod would see); what may be written is what a
 /// pod may write: the devices, `/dev/shm`, the termination log, and the hook's access log.
 struct PodRules {
-    attr: RulesetAttr,
     /// `(pod path, rights)`, each right masked to what the ABI handles.
     paths: Vec<(CString, u64)>,
-    ports: Vec<u16>,
 }
 
 /// Why the kernel last refused Landlock to a starting program (the note says it once).
@@ -211,40 +212,14 @@ impl Sandbox {
         }
         let abi = abi()?;
         let fs = fs_rights(abi);
-        let attr = RulesetAttr {
-            handled_access_fs: fs,
-            handled_access_net: if abi >= 4 {
-                NET_BIND_TCP | NET_CONNECT_TCP
-            } else {
-                0
-            },
-            scoped: if abi >= 6 {
-                SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
-            } else {
-                0
-            },
-        };
-        // SAFETY: the attribute lives for the call and its size is passed with it.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_create_ruleset,
-                &attr as *const RulesetAttr,
-                std::mem::size_of::<RulesetAttr>(),
-                0u32,
-            )
-        };
-        if fd < 0 {
-            return Err(format!(
-                "the kernel refused a ruleset: {}",
-                io::Error::last_os_error()
-            ));
-        }
-        let fd = RawFd::try_from(fd).map_err(|e| e.to_string())?;
+        let fd = create_ruleset(&ruleset_attr(abi))
+            .map_err(|e| format!("the kernel refused a ruleset: {e}"))?;
         // SAFETY: a fresh descriptor (close-on-exec) that nothing else owns.
         let ruleset = unsafe { OwnedFd::from_raw_fd(fd) };
         let sandbox = Sandbox {
             ruleset,
             abi,
+            ports: ports.to_vec(),
             pod: None,
         };
         sandbox.allow(run, fs, true)?;
@@ -265,20 +240,15 @@ impl Sandbox {
             false,
         )?;
         if abi >= 4 {
-            for &port in ports {
-                let rule = NetPortAttr {
-                    allowed_access: NET_CONNECT_TCP,
-                    port: u64::from(port),
-                };
-                sandbox.add_rule(RULE_NET_PORT, &rule as *const NetPortAttr as *const _)?;
-            }
+            add_port_rules(sandbox.ruleset.as_raw_fd(), ports)
+                .map_err(|e| format!("the kernel refused a rule: {e}"))?;
         }
         Ok(sandbox)
     }
 
     /// The program runs in the pod's root (`podfs`): its child builds the ruleset on the pod's
     /// paths, with the same network rules as this one.
-    pub fn for_pod_root(&mut self, ports: &[u16]) -> Result<(), String> {
+    pub fn for_pod_root(&mut self) -> Result<(), String> {
         let fs = fs_rights(self.abi);
         let read = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR;
         let device = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV;
@@ -304,23 +274,7 @@ impl Sandbox {
         for (path, rights) in paths {
             rules.push((CString::new(path).map_err(|e| e.to_string())?, rights & fs));
         }
-        self.pod = Some(PodRules {
-            attr: RulesetAttr {
-                handled_access_fs: fs,
-                handled_access_net: if self.abi >= 4 {
-                    NET_BIND_TCP | NET_CONNECT_TCP
-                } else {
-                    0
-                },
-                scoped: if self.abi >= 6 {
-                    SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
-                } else {
-                    0
-                },
-            },
-            paths: rules,
-            ports: ports.to_vec(),
-        });
+        self.pod = Some(PodRules { paths: rules });
         Ok(())
     }
 
@@ -337,37 +291,8 @@ impl Sandbox {
             Err(_) if !required => return Ok(()),
             Err(e) => return Err(format!("cannot open {}: {e}", path.display())),
         };
-        let is_dir = std::fs::metadata(path).is_ok_and(|m| m.is_dir());
-        let handled = fs_rights(self.abi);
-        let rule = PathBeneathAttr {
-            allowed_access: access & handled & if is_dir { u64::MAX } else { FS_FILE },
-            parent_fd: fd.as_raw_fd(),
-        };
-        self.add_rule(
-            RULE_PATH_BENEATH,
-            &rule as *const PathBeneathAttr as *const _,
-        )
-        .map_err(|e| format!("{}: {e}", path.display()))
-    }
-
-    fn add_rule(&self, kind: libc::c_int, attr: *const libc::c_void) -> Result<(), String> {
-        // SAFETY: `attr` points at the attribute struct of `kind`, alive for the call.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_add_rule,
-                self.ruleset.as_raw_fd(),
-                kind,
-                attr,
-                0u32,
-            )
-        };
-        if rc != 0 {
-            return Err(format!(
-                "the kernel refused a rule: {}",
-                io::Error::last_os_error()
-            ));
-        }
-        Ok(())
+        add_path_rule(self.ruleset.as_raw_fd(), &fd, access & fs_rights(self.abi))
+            .map_err(|e| format!("{}: the kernel refused a rule: {e}", path.display()))
     }
 
     /// What the child runs between `fork` and `exec`: only system calls, nothing that
@@ -375,17 +300,10 @@ impl Sandbox {
     /// process (and which keeps a set-uid program from escaping).
     pub fn enforce_in_child(&self) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
         let fd = self.ruleset.as_raw_fd();
-        let pod = self.pod.as_ref().map(|p| {
-            (
-                RulesetAttr {
-                    handled_access_fs: p.attr.handled_access_fs,
-                    handled_access_net: p.attr.handled_access_net,
-                    scoped: p.attr.scoped,
-                },
-                p.paths.clone(),
-                p.ports.clone(),
-            )
-        });
+        let pod = self
+            .pod
+            .as_ref()
+            .map(|p| (ruleset_attr(self.abi), p.paths.clone(), self.ports.clone()));
         move || {
             // SAFETY: prctl(2) and the Landlock call take plain integers; `fd` is the ruleset,
             // inherited from the parent, which keeps it open until the child has started.
@@ -412,6 +330,45 @@ impl Sandbox {
 /// Makes the ruleset of a program in the pod's root, in the child: system calls only, on
 /// paths and attributes prepared in credlint. A path the root lacks is skipped.
 fn pod_ruleset(attr: &RulesetAttr, paths: &[(CString, u64)], ports: &[u16]) -> io::Result<RawFd> {
+    let ruleset = create_ruleset(attr)?;
+    for (path, rights) in paths {
+        let Ok(target) = rustix::fs::open(
+            path.as_c_str(),
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        ) else {
+            continue;
+        };
+        add_path_rule(ruleset, &target, *rights)?;
+    }
+    if attr.handled_access_net != 0 {
+        add_port_rules(ruleset, ports)?;
+    }
+    Ok(ruleset)
+}
+
+/// What a ruleset handles under ABI `abi`: every filesystem right it knows, TCP bind and
+/// connect (ABI 4), signals and abstract Unix sockets (ABI 6).
+fn ruleset_attr(abi: i32) -> RulesetAttr {
+    RulesetAttr {
+        handled_access_fs: fs_rights(abi),
+        handled_access_net: if abi >= 4 {
+            NET_BIND_TCP | NET_CONNECT_TCP
+        } else {
+            0
+        },
+        scoped: if abi >= 6 {
+            SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        } else {
+            0
+        },
+    }
+}
+
+// The system calls below allocate nothing: a child between `fork` and `exec` makes them too.
+
+/// A new ruleset (close-on-exec, as the kernel makes every one).
+fn create_ruleset(attr: &RulesetAttr) -> io::Result<RawFd> {
     // SAFETY: the attribute lives for the call and its size is passed with it.
     let fd = unsafe {
         libc::syscall(
@@ -424,44 +381,44 @@ fn pod_ruleset(attr: &RulesetAttr, paths: &[(CString, u64)], ports: &[u16]) -> i
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
-    let ruleset = RawFd::try_from(fd).map_err(io::Error::other)?;
-    let add = |kind: libc::c_int, rule: *const libc::c_void| -> io::Result<()> {
-        // SAFETY: `rule` points at the attribute struct of `kind`, alive for the call.
-        if unsafe { libc::syscall(libc::SYS_landlock_add_rule, ruleset, kind, rule, 0u32) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+    RawFd::try_from(fd).map_err(io::Error::other)
+}
+
+fn add_rule(ruleset: RawFd, kind: libc::c_int, rule: *const libc::c_void) -> io::Result<()> {
+    // SAFETY: `rule` points at the attribute struct of `kind`, alive for the call.
+    if unsafe { libc::syscall(libc::SYS_landlock_add_rule, ruleset, kind, rule, 0u32) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Allows `rights` beneath the file or folder `target` (only a file's rights on a file).
+fn add_path_rule(ruleset: RawFd, target: &OwnedFd, rights: u64) -> io::Result<()> {
+    let is_dir = rustix::fs::fstat(target)
+        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir());
+    let rule = PathBeneathAttr {
+        allowed_access: rights & if is_dir { u64::MAX } else { FS_FILE },
+        parent_fd: target.as_raw_fd(),
     };
-    for (path, rights) in paths {
-        let Ok(target) = rustix::fs::open(
-            path.as_c_str(),
-            rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        ) else {
-            continue;
+    add_rule(
+        ruleset,
+        RULE_PATH_BENEATH,
+        &rule as *const PathBeneathAttr as *const libc::c_void,
+    )
+}
+
+/// Allows TCP connections to `ports`, and to no other.
+fn add_port_rules(ruleset: RawFd, ports: &[u16]) -> io::Result<()> {
+    for &port in ports {
+        let rule = NetPortAttr {
+            allowed_access: NET_CONNECT_TCP,
+            port: u64::from(port),
         };
-        let is_dir = rustix::fs::fstat(&target)
-            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir());
-        let rule = PathBeneathAttr {
-            allowed_access: rights & if is_dir { u64::MAX } else { FS_FILE },
-            parent_fd: target.as_raw_fd(),
-        };
-        add(
-            RULE_PATH_BENEATH,
-            &rule as *const PathBeneathAttr as *const libc::c_void,
+        add_rule(
+            ruleset,
+            RULE_NET_PORT,
+            &rule as *const NetPortAttr as *const libc::c_void,
         )?;
     }
-    if attr.handled_access_net != 0 {
-        for &port in ports {
-            let rule = NetPortAttr {
-                allowed_access: NET_CONNECT_TCP,
-                port: u64::from(port),
-            };
-            add(
-                RULE_NET_PORT,
-                &rule as *const NetPortAttr as *const libc::c_void,
-            )?;
-        }
-    }
-    Ok(ruleset)
+    Ok(())
 }

@@ -36,8 +36,7 @@ type Handler = dyn Fn(TcpStream, &AtomicBool) + Send + Sync;
 
 /// A listening loopback port and its threads.
 pub struct Service {
-    host: String,
-    port: u16,
+    address: std::net::SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -70,27 +69,25 @@ impl Service {
         };
         listener.set_nonblocking(true)?;
         let address = listener.local_addr()?;
-        let port = address.port();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = thread::Builder::new()
             .name(format!("credlint-sim-{name}"))
             .spawn(move || accept_loop(listener, handler, flag))?;
         Ok(Service {
-            host: address.ip().to_string(),
-            port,
+            address,
             stop,
             thread: Some(thread),
         })
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.address.port()
     }
 
     /// The address it listens at.
-    pub fn host(&self) -> &str {
-        &self.host
+    pub fn host(&self) -> std::net::IpAddr {
+        self.address.ip()
     }
 
     /// Stops accepting, closes the port and waits for every connection thread.

@@ -872,7 +872,7 @@ fn run_in_cluster_env(check: &str, as_nobody: bool) -> (child::Exit, String) {
     } else {
         PathBuf::from("python3")
     };
-    let env = incluster::child_env(&dir, "127.0.0.1", 1, false);
+    let env = incluster::child_env(&dir, std::net::Ipv4Addr::LOCALHOST.into(), 1, false);
     let Ok(outcome) = child::run(
         &python,
         &dir,
