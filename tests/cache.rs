@@ -38,7 +38,11 @@ fn entries(cache: &Path) -> Vec<PathBuf> {
 /// unchanged without reading them.
 fn counts(out: &Output) -> (usize, usize, usize) {
     let text = stderr(out);
-    let tail = text.split("; ").last().unwrap_or_default().to_string();
+    let tail = text
+        .split("; ")
+        .find(|part| part.contains("files from the cache"))
+        .unwrap_or_default()
+        .to_string();
     let words: Vec<&str> = tail.split_whitespace().collect();
     let number = |w: &str| w.parse::<usize>().unwrap();
     match words[..] {
@@ -57,6 +61,11 @@ fn counts(out: &Output) -> (usize, usize, usize) {
         ] => (number(hits), number(total), number(unread)),
         _ => panic!("no cache counts in {text}"),
     }
+}
+
+/// Whether `--timings` says the whole run came from the cache.
+fn whole(out: &Output) -> bool {
+    stderr(out).contains("; the whole run from the cache")
 }
 
 /// Every format, and `--pre-commit` on `changed`, gives the same bytes and exit code with the
@@ -237,6 +246,31 @@ fn settled_files_are_not_read_again_and_every_edit_is_still_seen() {
     let warm = run(&dir, Some(&cache), &args);
     assert_eq!(counts(&warm), (total, total, total), "none read");
     assert_eq!(warm.stdout, run(&dir, None, &args).stdout);
+    assert!(!whole(&warm), "no run of these very files was kept yet");
+    // That run was kept whole: the next one of the same files takes it as it was left, and a
+    // pre-commit run of the same tree names the same bundles as without the cache.
+    let again = run(&dir, Some(&cache), &args);
+    assert!(whole(&again), "{}", stderr(&again));
+    assert_eq!(again.stdout, warm.stdout);
+    let rel = all[0]
+        .strip_prefix(&dir)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let hook = [
+        "check",
+        "--pre-commit",
+        "--format",
+        "json",
+        "--timings",
+        &rel,
+    ];
+    let hook_cold = run(&dir, None, &hook);
+    let _ = run(&dir, Some(&cache), &hook);
+    let hook_warm = run(&dir, Some(&cache), &hook);
+    assert!(whole(&hook_warm), "{}", stderr(&hook_warm));
+    assert_eq!(hook_warm.stdout, hook_cold.stdout);
+    assert_eq!(hook_warm.status.code(), hook_cold.status.code());
     // Same size, other bytes, modification time put back: a change all the same.
     let target = all
         .iter()
@@ -260,6 +294,10 @@ fn settled_files_are_not_read_again_and_every_edit_is_still_seen() {
     let (hits, _, unread) = counts(&after_edit);
     assert_eq!(unread, total - 1, "the edited file is read");
     assert_eq!(hits, total - 1, "and linted afresh");
+    assert!(
+        !whole(&after_edit),
+        "a run with an edited file is run again"
+    );
     assert_eq!(after_edit.stdout, run(&dir, None, &args).stdout);
     assert_ne!(
         after_edit.stdout, warm.stdout,

@@ -9,7 +9,7 @@ use crate::load::yaml::Span;
 use crate::model::bundle::{
     ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, Volume,
 };
-use crate::model::outcome::{FileOut, IgnoreAnnotation};
+use crate::model::outcome::{FileOut, IgnoreAnnotation, Outcome, RunOut, Summary};
 use crate::model::writers::{self, Controller, Expression, Selector, Subject, WriterKind};
 use crate::model::{Finding, Label, ObjectRef, Severity, Suppression};
 
@@ -18,36 +18,31 @@ use crate::model::{Finding, Label, ObjectRef, Severity, Suppression};
 pub fn encode(out: &FileOut, file: usize) -> Option<Vec<u8>> {
     let mut w = Writer {
         bytes: Vec::with_capacity(1024),
-        file,
+        file: Some(file),
         foreign: false,
     };
     w.usize(out.documents);
     w.usize(out.objects);
     w.seq(&out.findings, Writer::finding);
     w.seq(&out.members, Writer::member);
-    w.seq(&out.ignores, |w, i| {
-        w.object(&i.object);
-        w.str(&i.value);
-        w.loc(&i.loc);
-    });
+    w.seq(&out.ignores, Writer::ignore);
     w.seq(&out.writers, Writer::render_writer);
     (!w.foreign).then_some(w.bytes)
 }
 
 /// Decodes an encoded result, placing it in file `file`.
 pub fn decode(bytes: &[u8], file: usize) -> Option<FileOut> {
-    let mut r = Reader { bytes, at: 0, file };
+    let mut r = Reader {
+        bytes,
+        at: 0,
+        file: Some(file),
+        files: file + 1,
+    };
     let documents = r.usize()?;
     let objects = r.usize()?;
     let findings = r.seq(Reader::finding)?;
     let members = r.seq(Reader::member)?;
-    let ignores = r.seq(|r| {
-        Some(IgnoreAnnotation {
-            object: r.object()?,
-            value: r.string()?,
-            loc: r.loc()?,
-        })
-    })?;
+    let ignores = r.seq(Reader::ignore)?;
     let render_writers = r.seq(Reader::render_writer)?;
     // Trailing bytes mean a writer this reader does not know.
     (r.at == bytes.len()).then(|| FileOut {
@@ -61,9 +56,72 @@ pub fn decode(bytes: &[u8], file: usize) -> Option<FileOut> {
     })
 }
 
+/// Encodes what a whole run keeps ([`RunOut`]): its places keep their own file numbers.
+pub fn encode_run(out: &Outcome) -> Vec<u8> {
+    let mut w = Writer {
+        bytes: Vec::with_capacity(1024),
+        file: None,
+        foreign: false,
+    };
+    let Summary {
+        files,
+        documents,
+        objects,
+        bundles,
+        errors,
+        warnings,
+        ..
+    } = out.summary;
+    for n in [files, documents, objects, bundles, errors, warnings] {
+        w.usize(n);
+    }
+    w.seq(&out.findings, Writer::finding);
+    w.seq(&out.ignores, Writer::ignore);
+    w.seq(&out.bundle_files, |w, (id, files)| {
+        w.str(id);
+        w.seq(files, |w, f| w.usize(*f));
+    });
+    w.bytes
+}
+
+/// Decodes what [`encode_run`] wrote for a run of `files` files; a place in a file beyond them
+/// is damage.
+pub fn decode_run(bytes: &[u8], files: usize) -> Option<RunOut> {
+    let mut r = Reader {
+        bytes,
+        at: 0,
+        file: None,
+        files,
+    };
+    let mut counts = [0; 6];
+    for n in &mut counts {
+        *n = r.usize()?;
+    }
+    let [files_counted, documents, objects, bundles, errors, warnings] = counts;
+    let findings = r.seq(Reader::finding)?;
+    let ignores = r.seq(Reader::ignore)?;
+    let bundle_files = r.seq(|r| Some((r.string()?, r.seq(Reader::file)?)))?;
+    (r.at == bytes.len() && files_counted == files).then(|| RunOut {
+        findings,
+        summary: Summary {
+            files,
+            documents,
+            objects,
+            bundles,
+            errors,
+            warnings,
+            ..Summary::default()
+        },
+        ignores,
+        bundle_files,
+    })
+}
+
 struct Writer {
     bytes: Vec<u8>,
-    file: usize,
+    /// The file every place lies in (a file's result), or `None`: each place names its own (a
+    /// run's).
+    file: Option<usize>,
     /// A place in another file was met.
     foreign: bool,
 }
@@ -133,7 +191,10 @@ impl Writer {
             end_column,
             span,
         } = loc;
-        self.foreign |= *file != self.file;
+        match self.file {
+            Some(only) => self.foreign |= *file != only,
+            None => self.usize(*file),
+        }
         self.usize(*line);
         self.usize(*column);
         self.usize(*end_line);
@@ -143,6 +204,12 @@ impl Writer {
 
     fn at(&mut self, at: &At) {
         self.loc(&Loc::from(at));
+    }
+
+    fn ignore(&mut self, i: &IgnoreAnnotation) {
+        self.object(&i.object);
+        self.str(&i.value);
+        self.loc(&i.loc);
     }
 
     fn object(&mut self, o: &ObjectRef) {
@@ -497,7 +564,10 @@ fn kind_tag(kind: MemberKind) -> u8 {
 struct Reader<'b> {
     bytes: &'b [u8],
     at: usize,
-    file: usize,
+    /// As [`Writer::file`].
+    file: Option<usize>,
+    /// How many files the run has: a place must lie in one of them.
+    files: usize,
 }
 
 impl<'b> Reader<'b> {
@@ -577,9 +647,24 @@ impl<'b> Reader<'b> {
         (start <= end).then_some(Span { start, end })
     }
 
+    fn file(&mut self) -> Option<usize> {
+        self.usize().filter(|&f| f < self.files)
+    }
+
+    fn ignore(&mut self) -> Option<IgnoreAnnotation> {
+        Some(IgnoreAnnotation {
+            object: self.object()?,
+            value: self.string()?,
+            loc: self.loc()?,
+        })
+    }
+
     fn loc(&mut self) -> Option<Loc> {
         Some(Loc {
-            file: self.file,
+            file: match self.file {
+                Some(only) => only,
+                None => self.file()?,
+            },
             line: self.usize()?,
             column: self.usize()?,
             end_line: self.usize()?,

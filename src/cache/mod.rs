@@ -234,12 +234,32 @@ impl Memo for Cache {
     }
 
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut> {
-        let path = self.path(&key.key);
+        codec::decode(&self.entry(&key.key)?[HEADER..], file)
+    }
+
+    fn remember(&self, key: &MemoKey, file: usize, out: &FileOut) {
+        if let Some(body) = codec::encode(out, file) {
+            self.file_entry(&key.key, &body);
+        }
+    }
+
+    fn recall_run(&self, key: &[u8; 32], files: usize) -> Option<crate::model::outcome::RunOut> {
+        codec::decode_run(&self.entry(key)?[HEADER..], files)
+    }
+
+    fn remember_run(&self, key: &[u8; 32], out: &crate::model::outcome::Outcome) {
+        self.file_entry(key, &codec::encode_run(out));
+    }
+}
+
+impl Cache {
+    /// The entry named `key`, whole, once its tags verify (its body starts at [`HEADER`]). A
+    /// hit refreshes the entry's time now and then, for pruning.
+    fn entry(&self, key: &[u8; 32]) -> Option<Vec<u8>> {
+        let path = self.path(key);
         let (bytes, modified) = read_entry(&path)?;
-        let body = body(&bytes, &key.key, &self.secret)?;
-        let out = codec::decode(body, file)?;
+        body(&bytes, key, &self.secret)?;
         if modified.elapsed().unwrap_or_default() > REFRESH_AFTER {
-            // A read-only cache still serves: the time only orders pruning.
             use std::os::unix::fs::OpenOptionsExt;
             let _ = std::fs::OpenOptions::new()
                 .append(true)
@@ -247,27 +267,23 @@ impl Memo for Cache {
                 .open(&path)
                 .and_then(|f| f.set_modified(SystemTime::now()));
         }
-        Some(out)
+        Some(bytes)
     }
 
-    fn remember(&self, key: &MemoKey, file: usize, out: &FileOut) {
-        let Some(body) = codec::encode(out, file) else {
-            return;
-        };
+    /// Seals `body` under `key` and writes it into place (not at all when too large).
+    fn file_entry(&self, key: &[u8; 32], body: &[u8]) {
         if (HEADER + body.len()) as u64 > MAX_ENTRY_BYTES {
             return;
         }
-        let entry = seal(&self.secret, &key.key, &body);
+        let entry = seal(&self.secret, key, body);
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
-        // A cache that cannot be written only makes the next run slower.
-        if write_atomically(&self.dir, &self.path(&key.key), &entry, n).is_ok() {
+        if write_atomically(&self.dir, &self.path(key), &entry, n).is_ok() {
             self.written
                 .fetch_add(entry.len() as u64, Ordering::Relaxed);
         }
     }
 }
 
-/// The SHA-256 of a file's bytes alone.
 fn digest(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }

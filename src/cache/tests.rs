@@ -444,3 +444,62 @@ fn the_folder_is_listed_only_when_the_ledger_says_it_is_due() {
         format!("{now} 5\n")
     );
 }
+
+/// A whole run, filed and read back, is the run it was (places in every file, counts, ignore
+/// annotations, which files each bundle lies in); read for a run of another number of files,
+/// cut short, or from under another run's name, it is refused.
+#[test]
+fn a_whole_run_reads_back_only_for_its_own_files_and_name() {
+    let (_base, dir) = temp("whole");
+    let cache = Cache::open(&dir, &Options::default()).unwrap();
+    let mut inputs = Vec::new();
+    for dir in ["fixtures/ignore-unused", "fixtures/bundle-duplicate"] {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        paths.sort();
+        inputs.extend(paths.into_iter().map(|p| crate::load::input::InputFile {
+            display: p.display().to_string(),
+            origin: crate::load::input::Origin::File(p),
+        }));
+    }
+    let n = inputs.len();
+    let mut run = crate::exec::Executor::new(Options::default())
+        .unwrap()
+        .run(&inputs, Vec::new());
+    run.bundle_files = vec![("ns/a".into(), vec![0, n - 1]), ("ns/b".into(), vec![1])];
+    assert!(run.findings.iter().any(|f| f.loc.file > 0) && !run.ignores.is_empty());
+    let (key, other) = ([5; 32], [6; 32]);
+    assert!(cache.recall_run(&key, n).is_none(), "empty cache");
+    cache.remember_run(&key, &run);
+    let back = cache.recall_run(&key, n).expect("filed");
+    assert_eq!(
+        format!("{:?}", back.findings),
+        format!("{:?}", run.findings)
+    );
+    assert_eq!(back.summary, run.summary);
+    assert_eq!(back.ignores, run.ignores);
+    assert_eq!(back.bundle_files, run.bundle_files);
+    // A run of fewer files cannot hold a place in the last one.
+    assert!(cache.recall_run(&key, n - 1).is_none());
+    assert!(cache.recall_run(&key, n + 1).is_none());
+    let good = std::fs::read(cache.path(&key)).unwrap();
+    std::fs::write(cache.path(&other), &good).unwrap();
+    assert!(
+        cache.recall_run(&other, n).is_none(),
+        "copied under another name"
+    );
+    std::fs::write(cache.path(&key), &good[..good.len() - 1]).unwrap();
+    assert!(cache.recall_run(&key, n).is_none(), "cut short");
+    // A file's entry is no run.
+    let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
+    let file_key = cache.key(true, &text);
+    let out = Linter::new(Options::default())
+        .unwrap()
+        .lint_bytes(0, "a.yaml", &text, &Serial)
+        .unwrap();
+    cache.remember(&file_key, 0, &out);
+    assert!(cache.recall_run(&file_key.key, 1).is_none());
+    assert!(codec::decode_run(b"garbage", n).is_none());
+}

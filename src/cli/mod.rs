@@ -586,7 +586,7 @@ fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> Exit
         eprintln!(
             "credlint: timings (seconds): wall {:.3}; read {:.3}, YAML parse {:.3}, rules {:.3} \
              (summed over threads); bundles {:.3}; {} of {} files from the cache, {} of them \
-             unread",
+             unread{}",
             t.wall.as_secs_f64(),
             t.read.as_secs_f64(),
             t.parse.as_secs_f64(),
@@ -594,7 +594,12 @@ fn check(args: CheckArgs, tune: Option<Tune>, ahead: crate::exec::Ahead) -> Exit
             t.bundles.as_secs_f64(),
             t.cached,
             outcome.summary.files,
-            t.unread
+            t.unread,
+            if t.whole {
+                "; the whole run from the cache"
+            } else {
+                ""
+            }
         );
     }
     // `check` runs only as the process's command, and the process ends here: what the run

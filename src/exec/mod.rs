@@ -13,7 +13,7 @@ use crate::lint::file::SEGMENT_BYTES;
 use crate::lint::run::Run;
 use crate::lint::{Linter, Options};
 use crate::load::input::{self, InputError, InputFile};
-use crate::model::outcome::{FileOut, Memo, Outcome};
+use crate::model::outcome::{FileOut, Memo, MemoKey, Outcome, RunOut, Timings};
 use rayon::prelude::*;
 use std::collections::HashSet;
 
@@ -174,7 +174,7 @@ impl Executor {
         memo: Option<&dyn Memo>,
         marked: &HashSet<usize>,
     ) -> Outcome {
-        let mut run = Run::new(&self.linter, marked, input_errors);
+        let started = std::time::Instant::now();
         // One small file (a pre-commit hook's) is linted on this thread: starting threads and
         // handing it over would cost more than it saves.
         let alone = inputs.len() == 1
@@ -183,15 +183,70 @@ impl Executor {
                 .and_then(input::size)
                 .is_some_and(|n| n <= SEGMENT_BYTES);
         let pool = if alone { None } else { self.pool() };
-        let Some(pool) = pool else {
-            for (id, file) in inputs.iter().enumerate() {
-                run.add(file, self.lint_file(inputs, id, memo, &Serial), &Serial);
-            }
-            return run.finish(&Serial);
+        // A run whose every file the memo knows unchanged may have been run whole before: its
+        // result is taken as it was left, without a file's entry read or a bundle assembled.
+        let options = self.linter.options();
+        let whole = memo.filter(|_| {
+            input_errors.is_empty()
+                && options.policies.is_none()
+                && !options.keep.bundles
+                && !options.keep.programs
+        });
+        let known: Vec<Option<MemoKey>> = match (whole, pool) {
+            (None, _) => Vec::new(),
+            (Some(memo), None) => (0..inputs.len())
+                .map(|id| key_unread(memo, &inputs[id]))
+                .collect(),
+            (Some(memo), Some(pool)) => pool.install(|| {
+                (0..inputs.len())
+                    .into_par_iter()
+                    .map(|id| key_unread(memo, &inputs[id]))
+                    .collect()
+            }),
         };
+        let run_key = whole.and_then(|_| run_key(inputs, &known));
+        if let (Some(memo), Some(key)) = (whole, &run_key)
+            && let Some(out) = memo.recall_run(key, inputs.len())
+        {
+            return recalled(inputs, out, marked, started);
+        }
+        let mut run = Run::new(&self.linter, marked, input_errors);
+        if run_key.is_some() {
+            run = run.recording();
+        }
+        let known = &known;
+        let outcome = match pool {
+            None => {
+                for (id, file) in inputs.iter().enumerate() {
+                    run.add(
+                        file,
+                        self.lint_file(inputs, id, memo, known, &Serial),
+                        &Serial,
+                    );
+                }
+                run.finish(&Serial)
+            }
+            Some(pool) => self.run_windows(pool, run, inputs, memo, known),
+        };
+        if let (Some(memo), Some(key)) = (whole, &run_key)
+            && outcome.input_errors.is_empty()
+        {
+            memo.remember_run(key, &outcome);
+        }
+        outcome
+    }
+
+    /// Files linted a window at a time on `pool` and merged in input order while the next
+    /// window is linted, so a large tree never holds more than two windows' results.
+    fn run_windows(
+        &self,
+        pool: &rayon::ThreadPool,
+        mut run: Run,
+        inputs: &[InputFile],
+        memo: Option<&dyn Memo>,
+        known: &[Option<MemoKey>],
+    ) -> Outcome {
         let spread = Pool(pool);
-        // Files are linted a window at a time and merged in input order while the next window
-        // is linted, so a large tree never holds more than two windows' results.
         let window = pool.current_num_threads() * WINDOW_PER_THREAD;
         let windows: Vec<std::ops::Range<usize>> = (0..inputs.len())
             .step_by(window)
@@ -200,7 +255,7 @@ impl Executor {
         let lint_window = |range: std::ops::Range<usize>| -> Vec<Result<FileOut, String>> {
             range
                 .into_par_iter()
-                .map(|id| self.lint_file(inputs, id, memo, &spread))
+                .map(|id| self.lint_file(inputs, id, memo, known, &spread))
                 .collect()
         };
         pool.install(|| {
@@ -232,15 +287,12 @@ impl Executor {
         inputs: &[InputFile],
         id: usize,
         memo: Option<&dyn Memo>,
+        known: &[Option<MemoKey>],
         spread: &impl Spread,
     ) -> Result<FileOut, String> {
         let started = std::time::Instant::now();
         let name = &inputs[id].display;
         let yaml_name = crate::load::source::yaml_name(name);
-        let path = match &inputs[id].origin {
-            input::Origin::File(path) => Some(path),
-            _ => None,
-        };
         // Looking a file up is counted as reading it.
         let served = |mut out: FileOut, unread: bool| {
             out.timings.read += started.elapsed();
@@ -248,10 +300,19 @@ impl Executor {
             out.timings.unread += usize::from(unread);
             Ok(out)
         };
-        // A file the memo knows unchanged is not read at all.
-        if let (Some(memo), Some(path)) = (memo, path)
-            && let Some(key) = memo.key_unread(path, yaml_name)
-            && let Some(out) = memo.recall(&key, id)
+        // A file the memo knows unchanged is not read at all (asked once: the run may have
+        // asked already).
+        let asked;
+        let unread = match (memo, known.get(id)) {
+            (_, Some(key)) => key.as_ref(),
+            (Some(memo), None) => {
+                asked = key_unread(memo, &inputs[id]);
+                asked.as_ref()
+            }
+            (None, None) => None,
+        };
+        if let (Some(memo), Some(key)) = (memo, unread)
+            && let Some(out) = memo.recall(key, id)
         {
             return served(out, true);
         }
@@ -272,6 +333,64 @@ impl Executor {
         }
         out.timings.read += read;
         Ok(out)
+    }
+}
+
+/// The key of `file`'s bytes when `memo` knows them without reading the file.
+fn key_unread(memo: &dyn Memo, file: &InputFile) -> Option<MemoKey> {
+    match &file.origin {
+        input::Origin::File(path) => {
+            memo.key_unread(path, crate::load::source::yaml_name(&file.display))
+        }
+        _ => None,
+    }
+}
+
+/// The key a whole run is filed under: every file's name as reports show it and its key, in
+/// order (each file's key holds everything else a verdict depends on); `None` when a file's
+/// key is not known without reading it.
+fn run_key(inputs: &[InputFile], known: &[Option<MemoKey>]) -> Option<[u8; 32]> {
+    use sha2::{Digest, Sha256};
+    let mut state = Sha256::new();
+    state.update(b"credlint-run\0");
+    state.update((inputs.len() as u64).to_le_bytes());
+    for (file, key) in inputs.iter().zip(known) {
+        state.update((file.display.len() as u64).to_le_bytes());
+        state.update(file.display.as_bytes());
+        state.update(key.as_ref()?.key);
+    }
+    (known.len() == inputs.len()).then(|| state.finalize().into())
+}
+
+/// A run's outcome as a memo kept it, with the bundles it touches named for `marked`.
+fn recalled(
+    inputs: &[InputFile],
+    out: RunOut,
+    marked: &HashSet<usize>,
+    started: std::time::Instant,
+) -> Outcome {
+    let touched = out
+        .bundle_files
+        .iter()
+        .filter(|(_, files)| files.iter().any(|f| marked.contains(f)))
+        .map(|(id, _)| id.clone())
+        .collect();
+    Outcome {
+        files: inputs.iter().map(|f| f.display.clone()).collect(),
+        findings: out.findings,
+        summary: out.summary,
+        bundles: Vec::new(),
+        touched,
+        input_errors: Vec::new(),
+        ignores: out.ignores,
+        timings: Timings {
+            cached: inputs.len(),
+            unread: inputs.len(),
+            whole: true,
+            wall: started.elapsed(),
+            ..Timings::default()
+        },
+        bundle_files: out.bundle_files,
     }
 }
 

@@ -381,3 +381,105 @@ fn pragmas_in_every_segment_of_a_large_file_are_found_where_the_file_needs_them(
     assert_eq!(found(&alone, false), []);
     assert_eq!(found(&alone, true), expect(&alone, &[&app_name(last)]));
 }
+
+/// A memo that knows every file unread (from its bytes, read behind the run's back), keeps no
+/// file's result, and keeps whole runs, counting those it gives back.
+#[derive(Default)]
+struct KeptWhole {
+    runs: std::sync::Mutex<HashMap<[u8; 32], RunOut>>,
+    given: std::sync::atomic::AtomicUsize,
+}
+
+impl Memo for KeptWhole {
+    fn key(&self, _: bool, bytes: &[u8]) -> MemoKey {
+        Remembered::default().key(false, bytes)
+    }
+    fn key_unread(&self, path: &std::path::Path, yaml_name: bool) -> Option<MemoKey> {
+        Some(self.key(yaml_name, &std::fs::read(path).ok()?))
+    }
+    fn recall(&self, _: &MemoKey, _: usize) -> Option<FileOut> {
+        None
+    }
+    fn remember(&self, _: &MemoKey, _: usize, _: &FileOut) {}
+    fn recall_run(&self, key: &[u8; 32], files: usize) -> Option<RunOut> {
+        let held = self.runs.lock().unwrap();
+        let run = held.get(key).filter(|r| r.summary.files == files)?;
+        self.given
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(RunOut {
+            findings: run.findings.clone(),
+            summary: run.summary.clone(),
+            ignores: run.ignores.clone(),
+            bundle_files: run.bundle_files.clone(),
+        })
+    }
+    fn remember_run(&self, key: &[u8; 32], out: &Outcome) {
+        let kept = RunOut {
+            findings: out.findings.clone(),
+            summary: out.summary.clone(),
+            ignores: out.ignores.clone(),
+            bundle_files: out.bundle_files.clone(),
+        };
+        self.runs.lock().unwrap().insert(*key, kept);
+    }
+}
+
+/// A run the memo kept whole is given back whole for the very same files, whichever of them a
+/// pre-commit run marks, with the findings, counts and touched bundles of a run without the
+/// memo; a run of other files, or of the same files under other names, is run again.
+#[test]
+fn a_run_kept_whole_is_the_same_run_for_every_marked_file() {
+    let mut inputs: Vec<InputFile> = Vec::new();
+    for dir in [
+        "fixtures/bundle-duplicate",
+        "fixtures/bundle-incomplete",
+        "fixtures/bundle-naming",
+        "fixtures/identity-reused",
+        "fixtures/ignore-unused",
+        "fixtures/clean",
+    ] {
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect();
+        paths.sort();
+        inputs.extend(paths.into_iter().map(|p| InputFile {
+            display: p.display().to_string(),
+            origin: Origin::File(p),
+        }));
+    }
+    let executor = Executor::new(Options::default()).unwrap();
+    let memo = KeptWhole::default();
+    let none = std::collections::HashSet::new();
+    let first = executor.run_marking(&inputs, Vec::new(), Some(&memo), &none);
+    assert_eq!(memo.given.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert!(!first.timings.whole);
+    assert!(!first.ignores.is_empty() && first.summary.errors > 0);
+    let mut touching = 0;
+    for i in 0..inputs.len() {
+        let marked = std::collections::HashSet::from([i]);
+        let fresh = executor.run_marking(&inputs, Vec::new(), None, &marked);
+        let kept = executor.run_marking(&inputs, Vec::new(), Some(&memo), &marked);
+        assert!(kept.timings.whole, "{}", inputs[i].display);
+        assert_eq!(kept.touched, fresh.touched, "{}", inputs[i].display);
+        assert_eq!(
+            format!("{:?}", kept.findings),
+            format!("{:?}", fresh.findings)
+        );
+        assert_eq!(kept.summary, fresh.summary);
+        assert_eq!(kept.ignores, fresh.ignores);
+        assert_eq!(kept.files, fresh.files);
+        touching += usize::from(!fresh.touched.is_empty());
+    }
+    assert!(touching > 5, "{touching} files touch a bundle");
+    let given = memo.given.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(given, inputs.len());
+    // One file fewer, and one file under another name: neither is the kept run.
+    let fewer = executor.run_marking(&inputs[1..], Vec::new(), Some(&memo), &none);
+    let mut renamed = inputs.clone();
+    renamed[0].display.push_str(".again");
+    let other = executor.run_marking(&renamed, Vec::new(), Some(&memo), &none);
+    assert!(!fewer.timings.whole && !other.timings.whole);
+    assert_eq!(memo.given.load(std::sync::atomic::Ordering::Relaxed), given);
+}

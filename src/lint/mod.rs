@@ -46,6 +46,11 @@ impl Linter {
         Ok(linter)
     }
 
+    /// The options the run was made with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
     /// A linter that compiles its rules when a file first needs them, or when
     /// [`Linter::compiled`] is called.
     pub fn deferred(options: Options) -> Linter {

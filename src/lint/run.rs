@@ -43,6 +43,8 @@ pub struct Run<'l> {
     /// Input indexes whose bundles [`Outcome::touched`] names.
     marked: &'l HashSet<usize>,
     touched: HashSet<String>,
+    /// Each bundle's id and the files its members lie in, where a memo will keep the run.
+    bundle_files: Option<Vec<(String, Vec<usize>)>>,
     files: Vec<String>,
     findings: Vec<Finding>,
     input_errors: Vec<InputError>,
@@ -72,6 +74,7 @@ impl<'l> Run<'l> {
             started: std::time::Instant::now(),
             marked,
             touched: HashSet::new(),
+            bundle_files: None,
             files: Vec::new(),
             findings: Vec::new(),
             input_errors,
@@ -88,13 +91,35 @@ impl<'l> Run<'l> {
         }
     }
 
+    /// Also gathers, for [`Outcome::bundle_files`], which files each bundle lies in.
+    pub fn recording(mut self) -> Run<'l> {
+        self.bundle_files = Some(Vec::new());
+        self
+    }
+
     fn in_marked(&self, at: &At) -> bool {
         !self.marked.is_empty() && self.marked.contains(&Loc::from(at).file)
     }
 
     fn touch(&mut self, b: &Bundle) {
-        if b.members.values().flatten().any(|m| self.in_marked(&m.loc)) {
-            self.touched.insert(b.id());
+        let marked = b.members.values().flatten().any(|m| self.in_marked(&m.loc));
+        if !marked && self.bundle_files.is_none() {
+            return;
+        }
+        let id = b.id();
+        if let Some(all) = &mut self.bundle_files {
+            let mut files: Vec<usize> = b
+                .members
+                .values()
+                .flatten()
+                .map(|m| Loc::from(&m.loc).file)
+                .collect();
+            files.sort_unstable();
+            files.dedup();
+            all.push((id.clone(), files));
+        }
+        if marked {
+            self.touched.insert(id);
         }
     }
 
@@ -167,6 +192,9 @@ impl<'l> Run<'l> {
     fn late_duplicate(&mut self, mut d: bundle::LateDuplicate) {
         if self.in_marked(&d.member.loc) {
             self.touched.insert(d.bundle.clone());
+        }
+        if let Some(all) = &mut self.bundle_files {
+            all.push((d.bundle.clone(), vec![Loc::from(&d.member.loc).file]));
         }
         match d.member.kind {
             MemberKind::RoleBinding => {
@@ -256,12 +284,30 @@ impl<'l> Run<'l> {
             input_errors: self.input_errors,
             ignores: self.ignores,
             touched: self.touched,
+            bundle_files: self.bundle_files.map(merge_by_id).unwrap_or_default(),
             timings: Timings {
                 wall: self.started.elapsed(),
                 ..self.timings
             },
         }
     }
+}
+
+/// One entry per bundle id, in id order, with every file any of its entries named.
+fn merge_by_id(mut all: Vec<(String, Vec<usize>)>) -> Vec<(String, Vec<usize>)> {
+    all.sort_unstable();
+    let mut merged: Vec<(String, Vec<usize>)> = Vec::with_capacity(all.len());
+    for (id, files) in all {
+        match merged.last_mut() {
+            Some((last, known)) if *last == id => {
+                known.extend(files);
+                known.sort_unstable();
+                known.dedup();
+            }
+            _ => merged.push((id, files)),
+        }
+    }
+    merged
 }
 
 /// Findings about a Job known only by its name's prefix were given the prefix as bundle; the

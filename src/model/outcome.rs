@@ -67,6 +67,20 @@ pub struct Outcome {
     /// Every `credlint.io/ignore` annotation met, in file order.
     pub ignores: Vec<IgnoreAnnotation>,
     pub timings: Timings,
+    /// Each bundle's id and the files its members lie in, sorted: what a later run of the same
+    /// files needs to name the bundles it touches. Gathered only for a memo (empty otherwise).
+    pub bundle_files: Vec<(String, Vec<usize>)>,
+}
+
+/// What a [`Memo`] keeps of a whole run, for a later run of the very same files: everything of
+/// its [`Outcome`] that does not depend on which files that run marks or how long it took.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct RunOut {
+    pub findings: Vec<Finding>,
+    /// The counts of `check` (the `simulate` fields are not kept).
+    pub summary: Summary,
+    pub ignores: Vec<IgnoreAnnotation>,
+    pub bundle_files: Vec<(String, Vec<usize>)>,
 }
 
 /// What linting one file leaves behind: all a later run needs to skip the file (the cache
@@ -115,6 +129,8 @@ pub struct Timings {
     pub cached: usize,
     /// Of those, files the cache knew unchanged without their being read at all.
     pub unread: usize,
+    /// The whole run's result came from the cache (every file unread, no bundle assembled).
+    pub whole: bool,
 }
 
 impl Timings {
@@ -155,4 +171,11 @@ pub trait Memo: Sync {
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut>;
     /// Files the result of linting file number `file`.
     fn remember(&self, key: &MemoKey, file: usize, out: &FileOut);
+    /// The whole result filed under `key` (of every file's name and key, in order, see
+    /// `exec`), for a run of `files` files; `None` sends the run file by file.
+    fn recall_run(&self, _key: &[u8; 32], _files: usize) -> Option<RunOut> {
+        None
+    }
+    /// Files a whole run's result under `key`.
+    fn remember_run(&self, _key: &[u8; 32], _out: &Outcome) {}
 }
