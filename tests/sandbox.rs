@@ -999,10 +999,12 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
         \x20   ro = 'no'\n\
         except OSError as e:\n\
         \x20   ro = 'yes' if e.errno == errno.EROFS else 'errno %d' % e.errno\n\
-        sys.stderr.write('SEEN ids %d %d %s;argv %s;cwd %s;files %s;readonly %s;api %s:%s END' % (\n\
+        installed = [n for p in sys.path if os.path.basename(p) in ('site-packages', 'dist-packages')\n\
+        \x20   and os.path.isdir(p) for n in os.listdir(p)]\n\
+        sys.stderr.write('SEEN ids %d %d %s;argv %s;cwd %s;files %s;readonly %s;installed %d;api %s:%s END' % (\n\
         \x20   os.getuid(), os.getgid(), os.getgroups(), ' '.join(sys.argv), os.getcwd(),\n\
         \x20   ','.join(sorted(os.listdir('/credentials'))) if os.path.isdir('/credentials') else '-', ro,\n\
-        \x20   os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT']))\n\
+        \x20   len(installed), os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT']))\n\
         sys.exit(3)\n";
     let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", script);
     let text = spec
@@ -1033,6 +1035,9 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
             seen.contains(";files create.py,plan.json;readonly yes;"),
             "{seen}"
         );
+        // The host's installed packages (pip's, here at least the test tools') are not the
+        // image's: the pod's interpreter finds its standard library alone.
+        assert!(seen.contains(";installed 0;"), "{seen}");
         // The pod's own /dev/shm is no escape; the refused write to its root is reported.
         let escapes: Vec<String> = run
             .findings()

@@ -60,8 +60,12 @@ enum Step {
         device: bool,
         keep: MountFlags,
     },
-    /// A fresh tmpfs.
-    Tmpfs { at: CString, data: CString },
+    /// A fresh tmpfs, read-only when `read_only` (then it stays empty).
+    Tmpfs {
+        at: CString,
+        data: CString,
+        read_only: bool,
+    },
     /// A `/proc` of the PID namespace.
     Proc(CString),
 }
@@ -101,6 +105,13 @@ fn c(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)
 }
 
+/// A folder where Python finds installed packages (pip's, the distribution's), not its
+/// standard library.
+fn installed_packages(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n == "site-packages" || n == "dist-packages")
+}
+
 /// `inside` (an absolute path) under `root`.
 fn under(root: &Path, inside: &Path) -> PathBuf {
     root.join(inside.strip_prefix("/").unwrap_or(inside))
@@ -133,14 +144,21 @@ impl PodFs {
             .filter(|p| p.is_absolute() && p.parent().is_some() && !p.starts_with(run))
             .collect();
         extra.sort();
-        for path in extra {
+        for path in &extra {
             plan.host(path, false)?;
+        }
+        // The packages installed beside the host's interpreter are the host's, not the image's:
+        // the pod finds the standard library alone (and no `.pth` file of the host's runs when
+        // its interpreter starts).
+        for path in extra.into_iter().filter(|p| installed_packages(p)) {
+            plan.hide(path)?;
         }
         // /dev: a tmpfs with the usual devices, shared memory and the termination log.
         plan.dir(Path::new("/dev"))?;
         plan.steps.push(Step::Tmpfs {
             at: c(&under(&root, Path::new("/dev")))?,
             data: CString::new("mode=755,size=64k").map_err(io::Error::other)?,
+            read_only: false,
         });
         for device in DEVICES {
             let host = Path::new("/dev").join(device);
@@ -171,6 +189,7 @@ impl PodFs {
         plan.steps.push(Step::Tmpfs {
             at: c(&under(&root, Path::new("/dev/shm")))?,
             data: CString::new("mode=1777,size=64m").map_err(io::Error::other)?,
+            read_only: false,
         });
         plan.file_from(
             &run.join(super::incluster::TERMINATION_LOG),
@@ -262,13 +281,23 @@ impl PodFs {
                     flags |= MountFlags::NODEV;
                     rustix::mount::mount_remount(to.as_c_str(), flags, c"")?;
                 }
-                Step::Tmpfs { at, data } => rustix::mount::mount(
-                    c"tmpfs",
-                    at.as_c_str(),
-                    c"tmpfs",
-                    MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
-                    Some(data.as_c_str()),
-                )?,
+                Step::Tmpfs {
+                    at,
+                    data,
+                    read_only,
+                } => {
+                    let mut flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+                    if *read_only {
+                        flags |= MountFlags::RDONLY;
+                    }
+                    rustix::mount::mount(
+                        c"tmpfs",
+                        at.as_c_str(),
+                        c"tmpfs",
+                        flags,
+                        Some(data.as_c_str()),
+                    )?
+                }
                 Step::Proc(at) => rustix::mount::mount(
                     c"proc",
                     at.as_c_str(),
@@ -348,6 +377,19 @@ impl Planner {
         } else {
             self.file_from(path, path, writable)
         }
+    }
+
+    /// An empty, read-only folder over `path`, a folder of the host's already in the new root.
+    fn hide(&mut self, path: &Path) -> io::Result<()> {
+        if !self.covered(path) || !path.is_dir() {
+            return Ok(());
+        }
+        self.steps.push(Step::Tmpfs {
+            at: c(&under(&self.root, path))?,
+            data: CString::new("mode=755,size=4k").map_err(io::Error::other)?,
+            read_only: true,
+        });
+        Ok(())
     }
 
     /// The host folder `from` at `to` in the new root.
