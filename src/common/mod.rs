@@ -4,6 +4,14 @@ pub mod sha256;
 pub mod spread;
 pub mod wordhash;
 
+/// A map keyed by the input's names, filled on every run (bundle links, the one-writer checks'
+/// indexes): foldhash, a fraction of SipHash's cost on short keys, with a seed drawn at random
+/// per process, so a change cannot choose names that collide (credlint exits before anyone could
+/// learn the seed from its timing). Not for anything that needs a stable or secret hash.
+pub type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// [`Map`]'s set.
+pub type Set<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
 /// `bytes` in lower-case hexadecimal, two digits a byte (a cache entry's name, a Job-name
 /// hash): by table, since a warm run names thousands of entries.
 pub fn hex(bytes: &[u8]) -> String {

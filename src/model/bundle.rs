@@ -4,9 +4,10 @@
 //! bundle rules need, with their locations already computed. Files' texts and trees are dropped
 //! as soon as they are read, so a 4,000-bundle tree is held as facts, not as documents.
 
+use crate::common::Map;
 use crate::load::source::At;
 use crate::model::{Finding, ObjectRef, bundle_id};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MemberKind {
@@ -392,9 +393,9 @@ pub struct Assembler {
     /// Which bundle a name refers to: a ConfigMap, the ServiceAccount a Job runs as (or a
     /// ServiceAccount member), the Role a binding names. Kept after a bundle is handed over,
     /// so a member linked to it later still finds it.
-    /// SipHash, not the word hash: the names are the input's, and a crafted set of them must
-    /// not make the map quadratic.
-    links: HashMap<(Option<String>, Link, String), Key>,
+    /// A randomly seeded hash ([`Map`]), not the word hash: the names are the input's, and a
+    /// crafted set of them must not make the map quadratic.
+    links: Map<(Option<String>, Link, String), Key>,
     compact: bool,
 }
 
@@ -460,7 +461,7 @@ impl Assembler {
             bundles: BTreeMap::new(),
             pending: Vec::new(),
             linked: Vec::new(),
-            links: HashMap::new(),
+            links: Map::default(),
             compact,
         }
     }

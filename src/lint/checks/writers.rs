@@ -4,13 +4,14 @@
 //! writers of the render.
 
 use super::Emit;
+use crate::common::{Map, Set};
 use crate::load::source::At;
 use crate::model::bundle::{Bundle, Digest, MemberKind};
 use crate::model::writers::{
     Controller, NAME_LABEL, Subject, Writer, WriterKind, holds_account, may_meet,
 };
 use crate::model::{ObjectRef, Severity};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
 /// What the checks compare, gathered while the bundles are checked and dropped.
 #[derive(Default)]
@@ -19,10 +20,10 @@ pub struct Render {
     pub writers: Vec<Writer>,
     /// Where the RoleBindings of every bundle are named: a bundle's own binding, even a second
     /// one, is judged by `rolebinding-wiring` and `bundle-duplicate`, not as another binding.
-    pub member_bindings: HashSet<At>,
+    pub member_bindings: Set<At>,
     /// The Jobs of every bundle, even a second one: whatever a member Job runs as is
     /// `job-wiring`'s, not another workload borrowing an identity.
-    pub member_jobs: HashSet<ObjectRef>,
+    pub member_jobs: Set<ObjectRef>,
 }
 
 impl Render {
@@ -47,10 +48,10 @@ pub fn check(render: &Render, emit: &mut Emit) {
     // Each writer meets only the bundles that plan its name or own the account it binds:
     // indexes by name keep a render of thousands of bundles (each with its own RoleBinding, a
     // writer) linear rather than bundles x writers.
-    let mut by_secret: HashMap<&str, Vec<&Digest>> = HashMap::new();
-    let mut by_generator: HashMap<&str, Vec<&Digest>> = HashMap::new();
-    let mut by_account: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut by_role: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_secret: Map<&str, Vec<&Digest>> = Map::default();
+    let mut by_generator: Map<&str, Vec<&Digest>> = Map::default();
+    let mut by_account: Map<&str, Vec<usize>> = Map::default();
+    let mut by_role: Map<&str, Vec<usize>> = Map::default();
     for (i, bundle) in render.digests.iter().enumerate() {
         for s in &bundle.secrets {
             by_secret.entry(&s.name).or_default().push(bundle);
@@ -64,14 +65,14 @@ pub fn check(render: &Render, emit: &mut Emit) {
     shared_secrets(&by_secret, emit);
     shared_jobs(&render.digests, emit);
     // The labels of the Namespace objects the render holds, for selectors.
-    let namespaces: HashMap<&str, &Writer> = render
+    let namespaces: Map<&str, &Writer> = render
         .writers
         .iter()
         .filter(|w| w.kind == WriterKind::Namespace)
         .map(|w| (w.name.as_str(), w))
         .collect();
     // The Secrets the render holds, by name, for the clone lists that copy them.
-    let mut secrets: HashMap<&str, Vec<&Writer>> = HashMap::new();
+    let mut secrets: Map<&str, Vec<&Writer>> = Map::default();
     for w in render
         .writers
         .iter()
@@ -140,7 +141,7 @@ pub fn check(render: &Render, emit: &mut Emit) {
 
 /// The bundles that plan `name`, each once (a bundle that plans one name twice pushed it twice
 /// in a row).
-fn named<'d>(index: &HashMap<&str, Vec<&'d Digest>>, name: &str) -> Vec<&'d Digest> {
+fn named<'d>(index: &Map<&str, Vec<&'d Digest>>, name: &str) -> Vec<&'d Digest> {
     let mut bundles = index.get(name).cloned().unwrap_or_default();
     bundles.dedup_by(|a, b| std::ptr::eq(*a, *b));
     bundles
@@ -203,7 +204,7 @@ fn planned_secret(bundle: &Digest, writer: &Writer, emit: &mut Emit) {
 fn reaches(
     writer: &Writer,
     bundle: &Digest,
-    namespaces: &HashMap<&str, &Writer>,
+    namespaces: &Map<&str, &Writer>,
 ) -> Result<bool, String> {
     let Some(selector) = &writer.selector else {
         return Ok(may_meet(
@@ -244,7 +245,7 @@ fn reaches(
 fn controller_writes(
     bundle: &Digest,
     writer: &Writer,
-    namespaces: &HashMap<&str, &Writer>,
+    namespaces: &Map<&str, &Writer>,
     emit: &mut Emit,
 ) {
     let WriterKind::Controller(controller) = writer.kind else {
@@ -302,12 +303,7 @@ fn controller_writes(
 /// A Kyverno clone list that copies Secrets into the bundle's namespace: it writes a planned
 /// Secret when its source namespace holds one of that name that its selector matches. The
 /// render decides it only where it holds that Secret; elsewhere the finding is a warning.
-fn cloned(
-    bundle: &Digest,
-    writer: &Writer,
-    secrets: &HashMap<&str, Vec<&Writer>>,
-    emit: &mut Emit,
-) {
+fn cloned(bundle: &Digest, writer: &Writer, secrets: &Map<&str, Vec<&Writer>>, emit: &mut Emit) {
     if !may_meet(writer.namespace.as_deref(), bundle.namespace.as_deref()) {
         return;
     }
@@ -387,7 +383,7 @@ fn cloned(
 }
 
 /// Two bundles that plan one Secret where their namespaces may meet: two Jobs write it.
-fn shared_secrets(by_secret: &HashMap<&str, Vec<&Digest>>, emit: &mut Emit) {
+fn shared_secrets(by_secret: &Map<&str, Vec<&Digest>>, emit: &mut Emit) {
     let mut names: Vec<&&str> = by_secret.keys().collect();
     names.sort();
     for name in names {
@@ -437,7 +433,7 @@ fn shared_secrets(by_secret: &HashMap<&str, Vec<&Digest>>, emit: &mut Emit) {
 /// holds one object, so one bundle's Job replaces the other's, or Argo CD reports a resource
 /// that two sources render.
 fn shared_jobs(digests: &[Digest], emit: &mut Emit) {
-    let mut by_job: HashMap<&str, Vec<(&Digest, At)>> = HashMap::new();
+    let mut by_job: Map<&str, Vec<(&Digest, At)>> = Map::default();
     for bundle in digests {
         if let Some((name, loc)) = &bundle.job {
             by_job.entry(name).or_default().push((bundle, *loc));
