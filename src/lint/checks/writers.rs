@@ -50,8 +50,11 @@ pub fn check(render: &Render, emit: &mut Emit) {
     // writer) linear rather than bundles x writers.
     let mut by_secret: Map<&str, Vec<&Digest>> = Map::default();
     let mut by_generator: Map<&str, Vec<&Digest>> = Map::default();
-    let mut by_account: Map<&str, Vec<usize>> = Map::default();
-    let mut by_role: Map<&str, Vec<usize>> = Map::default();
+    // One account and one Role a bundle: sized once, not grown a rehash at a time.
+    let bundles = render.digests.len();
+    let mut by_account: Map<&str, Vec<usize>> =
+        Map::with_capacity_and_hasher(bundles, <_>::default());
+    let mut by_role: Map<&str, Vec<usize>> = Map::with_capacity_and_hasher(bundles, <_>::default());
     for (i, bundle) in render.digests.iter().enumerate() {
         for s in &bundle.secrets {
             by_secret.entry(&s.name).or_default().push(bundle);
@@ -102,9 +105,18 @@ pub fn check(render: &Render, emit: &mut Emit) {
                 }
             }
             WriterKind::Namespace => {}
-            WriterKind::Workload if render.member_jobs.contains(&writer.object) => {}
             WriterKind::Workload | WriterKind::Token => {
-                for &i in by_account.get(writer.name.as_str()).into_iter().flatten() {
+                // Most workloads run as an account no bundle owns: that lookup first, the
+                // member Jobs' set (a whole object's hash) only for those that meet one.
+                let Some(owners) = by_account.get(writer.name.as_str()) else {
+                    continue;
+                };
+                if writer.kind == WriterKind::Workload
+                    && render.member_jobs.contains(&writer.object)
+                {
+                    continue;
+                }
+                for &i in owners {
                     borrowed_identity(&render.digests[i], writer, emit);
                 }
             }
@@ -384,7 +396,13 @@ fn cloned(bundle: &Digest, writer: &Writer, secrets: &Map<&str, Vec<&Writer>>, e
 
 /// Two bundles that plan one Secret where their namespaces may meet: two Jobs write it.
 fn shared_secrets(by_secret: &Map<&str, Vec<&Digest>>, emit: &mut Emit) {
-    let mut names: Vec<&&str> = by_secret.keys().collect();
+    // A name one bundle plans meets no other: only shared names are sorted and walked (a
+    // render plans thousands of names, nearly all once).
+    let mut names: Vec<&&str> = by_secret
+        .iter()
+        .filter(|(_, bundles)| bundles.len() > 1)
+        .map(|(name, _)| name)
+        .collect();
     names.sort();
     for name in names {
         // In the order of their bundles' places, not of when each bundle was complete, so a
@@ -439,7 +457,12 @@ fn shared_jobs(digests: &[Digest], emit: &mut Emit) {
             by_job.entry(name).or_default().push((bundle, *loc));
         }
     }
-    let mut names: Vec<&&str> = by_job.keys().collect();
+    // As in `shared_secrets`: a Job name one bundle renders is never shared.
+    let mut names: Vec<&&str> = by_job
+        .iter()
+        .filter(|(_, jobs)| jobs.len() > 1)
+        .map(|(name, _)| name)
+        .collect();
     names.sort();
     for name in names {
         let mut jobs = by_job[*name].clone();
