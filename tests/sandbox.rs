@@ -989,7 +989,14 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
         return;
     }
     let dir = common::temp_dir("sandbox-run-as");
-    let script = "import errno, os, sys\n\
+    let script = "import errno, os, socket, sys\n\
+        try:\n\
+        \x20   socket.getaddrinfo('example.com', 443)\n\
+        \x20   outside = 'resolved'\n\
+        except OSError:\n\
+        \x20   outside = 'unknown'\n\
+        names = '%s %s %s' % (socket.gethostbyname('kubernetes.default.svc'),\n\
+        \x20   open('/etc/hostname').read().strip() == socket.gethostname(), outside)\n\
         try:\n\
         \x20   open('/dev/shm/scratch', 'w').write('x')\n\
         except OSError:\n\
@@ -1001,10 +1008,10 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
         \x20   ro = 'yes' if e.errno == errno.EROFS else 'errno %d' % e.errno\n\
         installed = [n for p in sys.path if os.path.basename(p) in ('site-packages', 'dist-packages')\n\
         \x20   and os.path.isdir(p) for n in os.listdir(p)]\n\
-        sys.stderr.write('SEEN ids %d %d %s;argv %s;cwd %s;files %s;readonly %s;installed %d;api %s:%s END' % (\n\
+        sys.stderr.write('SEEN ids %d %d %s;argv %s;cwd %s;files %s;readonly %s;installed %d;names %s;api %s:%s END' % (\n\
         \x20   os.getuid(), os.getgid(), os.getgroups(), ' '.join(sys.argv), os.getcwd(),\n\
         \x20   ','.join(sorted(os.listdir('/credentials'))) if os.path.isdir('/credentials') else '-', ro,\n\
-        \x20   len(installed), os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT']))\n\
+        \x20   len(installed), names, os.environ['KUBERNETES_SERVICE_HOST'], os.environ['KUBERNETES_SERVICE_PORT']))\n\
         sys.exit(3)\n";
     let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", script);
     let text = spec
@@ -1038,7 +1045,11 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
         // The host's installed packages (pip's, here at least the test tools') are not the
         // image's: the pod's interpreter finds its standard library alone.
         assert!(seen.contains(";installed 0;"), "{seen}");
-        // The pod's own /dev/shm is no escape; the refused write to its root is reported.
+        // The pod's /etc: the kubernetes Service by its DNS name, its own host name, and no
+        // resolver beyond.
+        assert!(seen.contains(";names 10.96.0.1 True unknown;"), "{seen}");
+        // The pod's own /dev/shm and /etc/hostname are no escape; the refused write to its
+        // root is reported.
         let escapes: Vec<String> = run
             .findings()
             .into_iter()
@@ -1046,7 +1057,9 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
             .map(|(_, m)| m)
             .collect();
         assert!(
-            escapes.iter().all(|m| !m.contains("/dev/shm")),
+            escapes
+                .iter()
+                .all(|m| !m.contains("/dev/shm") && !m.contains("/etc/hostname")),
             "{escapes:?}"
         );
         assert!(

@@ -535,12 +535,9 @@ impl Confine {
         }
     }
 
-    /// The program's host name, where it has a UTS namespace: a Job pod's name is the Job's
-    /// and five random characters (at most 63 bytes, as a host name may be).
-    pub fn with_hostname(&mut self, job: &str, suffix: &str) {
-        let mut name = format!("{job}-{}", suffix.to_ascii_lowercase()).into_bytes();
-        name.truncate(63);
-        self.hostname = name;
+    /// The program's host name, where it has a UTS namespace ([`super::incluster::pod_name`]).
+    pub fn with_hostname(&mut self, name: &str) {
+        self.hostname = name.as_bytes().to_vec();
     }
 
     /// Whether the child can build the pod's root: it gets mount and PID namespaces of its own,

@@ -425,7 +425,8 @@ import sys as _sys
 def _install_audit(os, sys, run, ports, log_path):
     run = tuple(os.path.realpath(r) for r in run)
     loopback = ("127.0.0.1", "10.96.0.1", "localhost", "::1", "kubernetes.default.svc", "kubernetes.default", "kubernetes")
-    # Reads that any interpreter makes: its own modules, CA certificates, time zones, devices.
+    # Reads that any interpreter makes: its own modules, CA certificates, time zones, devices,
+    # and the pod's name and resolver files.
     readable = tuple(
         os.path.realpath(p)
         for p in list(sys.path) + [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
@@ -433,6 +434,7 @@ def _install_audit(os, sys, run, ports, log_path):
     ) + (
         "/etc/ssl", "/usr/lib/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates",
         "/usr/local/share/ca-certificates", "/etc/localtime", "/usr/share/zoneinfo", "/etc/mime.types",
+        "/etc/hosts", "/etc/resolv.conf", "/etc/hostname",
         "/dev/null", "/dev/urandom", "/dev/random",
     )
     writable = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2")
@@ -639,23 +641,69 @@ del _install_origin
 /// The header that carries the line of create.py a request was sent from.
 pub const ORIGIN_HEADER: &str = "X-Credlint-Origin";
 
+/// A Job pod's name, which is its host name: the Job's and five random characters, cut to the
+/// 63 bytes a host name may have.
+pub fn pod_name(job: &str, suffix: &str) -> String {
+    let mut name = format!("{job}-{}", suffix.to_ascii_lowercase());
+    while name.len() > 63 {
+        name.pop();
+    }
+    name
+}
+
+/// The files the kubelet writes into a pod's `/etc` (its hosts file, resolver settings and
+/// host name), as run-folder names: the pod's root mounts them in place of the host's.
+pub const POD_ETC: [(&str, &str); 3] = [
+    ("etc-hosts", "/etc/hosts"),
+    ("etc-resolv.conf", "/etc/resolv.conf"),
+    ("etc-hostname", "/etc/hostname"),
+];
+
+/// The texts of [`POD_ETC`] for the pod `hostname` in `namespace`, whose API server is at
+/// `api`. The hosts file also names the `kubernetes` Service's DNS names, which the cluster's
+/// DNS would answer: the program finds the fake API server by name as by
+/// `KUBERNETES_SERVICE_HOST`. The resolver's server
+/// is cluster DNS's usual address, which nothing answers (and seccomp allows no UDP): any
+/// other name fails at once, as an unknown name would.
+fn pod_etc(hostname: &str, namespace: &str, api: std::net::IpAddr) -> [String; 3] {
+    [
+        format!(
+            "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost \
+             ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\n\
+             fe00::2\tip6-allrouters\n127.0.0.1\t{hostname}\n{api}\tkubernetes \
+             kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local\n"
+        ),
+        format!(
+            "search {namespace}.svc.cluster.local svc.cluster.local cluster.local\n\
+             nameserver 10.96.0.10\noptions ndots:5\n"
+        ),
+        format!("{hostname}\n"),
+    ]
+}
+
 /// Writes the service-account files and the hook into `dir`; `ports` are those of the fake
-/// servers on loopback, which the program may connect to. With `pod` the program runs in the
-/// pod's root (`podfs`), which puts every file at its in-cluster path: the hook redirects
-/// nothing, and the files the root mounts over (the termination and access logs) are made
-/// here, for the program's user to write.
+/// servers on loopback, which the program may connect to. With `pod` (the pod's host name and
+/// the API server's address) the program runs in the pod's root (`podfs`), which puts every file at its in-cluster path:
+/// the hook redirects nothing, and the files the root mounts over (the termination and access
+/// logs, the pod's `/etc` files) are made here, for the program's user to write or read.
 pub fn write_environment(
     dir: &RunDir,
     token: &str,
     ca_pem: &str,
     namespace: &str,
     ports: &[u16],
-    pod: bool,
+    pod: Option<(&str, std::net::IpAddr)>,
 ) -> io::Result<()> {
     let sa = dir.join("serviceaccount");
     fs::write(sa.join("token"), token)?;
     fs::write(sa.join("ca.crt"), ca_pem)?;
     fs::write(sa.join("namespace"), namespace)?;
+    if let Some((hostname, api)) = pod {
+        for ((name, _), text) in POD_ETC.iter().zip(pod_etc(hostname, namespace, api)) {
+            fs::write(dir.join(name), text)?;
+        }
+    }
+    let pod = pod.is_some();
     let target = sa
         .to_str()
         .ok_or_else(|| io::Error::other("the temporary folder's path is not UTF-8"))?;

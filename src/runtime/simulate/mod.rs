@@ -392,6 +392,10 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     let ports: Vec<u16> = std::iter::once(api.port())
         .chain(probes.iter().map(|p| p.port()))
         .collect();
+    let hostname = incluster::pod_name(
+        &format!("{}-credentials", bundle.owner),
+        &incluster::random_token(5).map_err(temp_err)?,
+    );
     // The service-account files and the hook, in the pod's root or in the host's.
     let write_environment = |pod: bool| {
         incluster::write_environment(
@@ -400,7 +404,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             &pki.ca_pem,
             &bundle.namespace,
             &ports,
-            pod,
+            pod.then_some((hostname.as_str(), api.host())),
         )
     };
     write_environment(false).map_err(temp_err)?;
@@ -415,10 +419,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     let mut confine = confine::Confine::new(opts.timeout);
     confine.with_pod_user(bundle.run_as);
     confine.with_network(net);
-    confine.with_hostname(
-        &format!("{}-credentials", bundle.owner),
-        &incluster::random_token(5).map_err(temp_err)?,
-    );
+    confine.with_hostname(&hostname);
     let interpreter = child::resolve_python(
         &opts.python,
         &dir,

@@ -133,6 +133,11 @@ impl PodFs {
             plan.host(Path::new(sys), false)?;
         }
         plan.dir(Path::new("/etc"))?;
+        // The pod's own hosts file, resolver settings and host name, then the host's other
+        // files the C library reads.
+        for (name, at) in super::incluster::POD_ETC {
+            plan.file_from(&run.join(name), Path::new(at), false)?;
+        }
         for file in super::sandbox::READABLE
             .iter()
             .filter(|p| p.starts_with("/etc/"))
