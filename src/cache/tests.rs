@@ -455,18 +455,11 @@ fn a_whole_run_reads_back_only_for_its_own_files_and_name() {
     // A run's result as the engine leaves it, file by file (the bundle stage adds findings of
     // the same shape).
     let engine = Linter::new(Options::default()).unwrap();
-    let mut paths: Vec<PathBuf> = Vec::new();
-    for dir in ["fixtures/ignore-unused", "fixtures/bundle-duplicate"] {
-        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        found.sort();
-        paths.extend(found);
-    }
-    let n = paths.len();
+    let inputs =
+        crate::testkit::fixture_inputs(&["fixtures/ignore-unused", "fixtures/bundle-duplicate"]);
+    let n = inputs.len();
     let mut run = crate::model::outcome::Outcome {
-        files: paths.iter().map(|p| p.display().to_string()).collect(),
+        files: inputs.iter().map(|f| f.display.clone()).collect(),
         findings: Vec::new(),
         summary: Default::default(),
         bundles: Vec::new(),
@@ -476,8 +469,8 @@ fn a_whole_run_reads_back_only_for_its_own_files_and_name() {
         timings: Default::default(),
         bundle_files: vec![("ns/a".into(), vec![0, n - 1]), ("ns/b".into(), vec![1])],
     };
-    for (i, path) in paths.iter().enumerate() {
-        let text = std::fs::read(path).unwrap();
+    for (i, input) in inputs.iter().enumerate() {
+        let text = std::fs::read(&input.display).unwrap();
         let out = engine.lint_bytes(i, "a.yaml", &text, &Serial).unwrap();
         run.findings.extend(out.findings);
         run.ignores.extend(out.ignores);

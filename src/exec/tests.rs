@@ -257,23 +257,11 @@ fn a_deferred_executor_compiles_only_when_a_file_needs_it() {
 /// bundles kept to the end of a run show them: for every fixture file marked in turn.
 #[test]
 fn a_marked_run_names_the_bundles_its_marked_files_touch() {
-    let mut inputs: Vec<InputFile> = Vec::new();
-    for dir in [
+    let inputs = crate::testkit::fixture_inputs(&[
         "fixtures/bundle-duplicate",
         "fixtures/bundle-naming",
         "fixtures/clean",
-    ] {
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-            .collect();
-        paths.sort();
-        inputs.extend(paths.into_iter().map(|p| InputFile {
-            display: p.display().to_string(),
-            origin: Origin::File(p),
-        }));
-    }
+    ]);
     assert!(inputs.len() > 5);
     let kept = Executor::new(Options {
         keep: Keep {
@@ -429,26 +417,14 @@ impl Memo for KeptWhole {
 /// memo; a run of other files, or of the same files under other names, is run again.
 #[test]
 fn a_run_kept_whole_is_the_same_run_for_every_marked_file() {
-    let mut inputs: Vec<InputFile> = Vec::new();
-    for dir in [
+    let inputs = crate::testkit::fixture_inputs(&[
         "fixtures/bundle-duplicate",
         "fixtures/bundle-incomplete",
         "fixtures/bundle-naming",
         "fixtures/identity-reused",
         "fixtures/ignore-unused",
         "fixtures/clean",
-    ] {
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-            .collect();
-        paths.sort();
-        inputs.extend(paths.into_iter().map(|p| InputFile {
-            display: p.display().to_string(),
-            origin: Origin::File(p),
-        }));
-    }
+    ]);
     let executor = Executor::new(Options::default()).unwrap();
     let memo = KeptWhole::default();
     let none = std::collections::HashSet::new();

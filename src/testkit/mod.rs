@@ -39,6 +39,27 @@ pub(crate) fn fixture_texts() -> Vec<String> {
     assert!(texts.len() > 100, "{} fixture files", texts.len());
     texts
 }
+
+/// The `*.yaml` files of the fixture folders `dirs`, each folder's in name order, as the inputs
+/// of a run (named by their paths).
+#[cfg(test)]
+pub(crate) fn fixture_inputs(dirs: &[&str]) -> Vec<crate::load::input::InputFile> {
+    let mut inputs = Vec::new();
+    for dir in dirs {
+        let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect();
+        paths.sort();
+        inputs.extend(paths.into_iter().map(|p| crate::load::input::InputFile {
+            display: p.display().to_string(),
+            origin: crate::load::input::Origin::File(p),
+        }));
+    }
+    inputs
+}
+
 pub use faults::{FAMILIES, Family, UNREACHABLE};
 pub use generate::{Draft, draft};
 
