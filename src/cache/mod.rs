@@ -78,6 +78,9 @@ const MARK: &str = ".credlint-folder";
 
 pub struct Cache {
     dir: PathBuf,
+    /// The folder, opened once it was checked: entries are read relative to it, so a warm run
+    /// resolves one name per entry, and a folder swapped for a link later reads nothing else.
+    folder: std::os::fd::OwnedFd,
     secret: ring::hmac::Key,
     fingerprint: [u8; 32],
     temp_counter: AtomicUsize,
@@ -138,8 +141,15 @@ impl Cache {
                 write_atomically(dir, &path, text.as_bytes(), 0)?;
             }
         }
+        use rustix::fs::{Mode, OFlags};
+        let folder = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
         Ok(Cache {
             dir: dir.to_path_buf(),
+            folder,
             fingerprint: fingerprint(options),
             temp_counter: AtomicUsize::new(0),
             written: AtomicU64::new(0),
@@ -256,16 +266,24 @@ impl Cache {
     /// The entry named `key`, whole, once its tags verify (its body starts at [`HEADER`]). A
     /// hit refreshes the entry's time now and then, for pruning.
     fn entry(&self, key: &[u8; 32]) -> Option<Vec<u8>> {
-        let path = self.path(key);
-        let (bytes, modified) = read_entry(&path)?;
+        use rustix::fs::{Mode, OFlags};
+        let name = crate::common::hex(key);
+        let (bytes, modified) = read_entry_in(&self.folder, &name)?;
         body(&bytes, key, &self.secret)?;
         if modified.elapsed().unwrap_or_default() > REFRESH_AFTER {
-            use std::os::unix::fs::OpenOptionsExt;
-            let _ = std::fs::OpenOptions::new()
-                .append(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-                .open(&path)
-                .and_then(|f| f.set_modified(SystemTime::now()));
+            let _ = rustix::fs::openat(
+                &self.folder,
+                name.as_str(),
+                OFlags::WRONLY
+                    | OFlags::APPEND
+                    | OFlags::NOFOLLOW
+                    | OFlags::NONBLOCK
+                    | OFlags::NOCTTY
+                    | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(std::io::Error::from)
+            .and_then(|fd| std::fs::File::from(fd).set_modified(SystemTime::now()));
         }
         Some(bytes)
     }
@@ -306,18 +324,39 @@ fn read_entry(path: &Path) -> Option<(Vec<u8>, SystemTime)> {
     read_regular(path, HEADER as u64..=MAX_ENTRY_BYTES)
 }
 
+/// [`read_entry`] for the entry `name` of the opened `folder`.
+fn read_entry_in(folder: &std::os::fd::OwnedFd, name: &str) -> Option<(Vec<u8>, SystemTime)> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::openat(
+        folder,
+        name,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    read_open(std::fs::File::from(fd), HEADER as u64..=MAX_ENTRY_BYTES)
+}
+
 /// [`read_entry`] for any file of the folder whose size is in `sizes`.
 fn read_regular(
     path: &Path,
     sizes: std::ops::RangeInclusive<u64>,
 ) -> Option<(Vec<u8>, SystemTime)> {
-    use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
         .open(path)
         .ok()?;
+    read_open(file, sizes)
+}
+
+/// What [`read_regular`] reads of a file it opened.
+fn read_open(
+    mut file: std::fs::File,
+    sizes: std::ops::RangeInclusive<u64>,
+) -> Option<(Vec<u8>, SystemTime)> {
+    use std::io::Read;
     let meta = file.metadata().ok()?;
     if !meta.is_file() || !sizes.contains(&meta.len()) {
         return None;

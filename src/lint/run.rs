@@ -168,15 +168,12 @@ impl<'l> Run<'l> {
         let linter = self.linter;
         // A complete bundle lacks nothing another namespace could hold.
         let none = bundle_rules::Siblings::default();
-        self.settled_complete.extend(
-            bundles
-                .iter()
-                .map(|b| (b.owner.clone(), b.namespace.clone())),
-        );
         for settled in spread.map_mut(bundles, |b| settle(linter, b, &none)) {
             self.join(settled);
         }
-        bundles.clear();
+        // Dropped now: only their owners and namespaces are kept.
+        self.settled_complete
+            .extend(bundles.drain(..).map(|b| (b.owner, b.namespace)));
     }
 
     fn join(&mut self, settled: Settled) {
