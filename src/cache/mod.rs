@@ -266,24 +266,15 @@ impl Cache {
     /// The entry named `key`, whole, once its tags verify (its body starts at [`HEADER`]). A
     /// hit refreshes the entry's time now and then, for pruning.
     fn entry(&self, key: &[u8; 32]) -> Option<Vec<u8>> {
-        use rustix::fs::{Mode, OFlags};
         let name = crate::common::hex(key);
-        let (bytes, modified) = read_entry_in(&self.folder, &name)?;
+        let file = open_in(&self.folder, &name, rustix::fs::OFlags::RDONLY).ok()?;
+        let (bytes, modified) = read_open(file, HEADER as u64..=MAX_ENTRY_BYTES)?;
         body(&bytes, key, &self.secret)?;
         if modified.elapsed().unwrap_or_default() > REFRESH_AFTER {
-            let _ = rustix::fs::openat(
-                &self.folder,
-                name.as_str(),
-                OFlags::WRONLY
-                    | OFlags::APPEND
-                    | OFlags::NOFOLLOW
-                    | OFlags::NONBLOCK
-                    | OFlags::NOCTTY
-                    | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(std::io::Error::from)
-            .and_then(|fd| std::fs::File::from(fd).set_modified(SystemTime::now()));
+            // A read-only cache still serves: the time only orders pruning.
+            let flags = rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::APPEND;
+            let _ =
+                open_in(&self.folder, &name, flags).and_then(|f| f.set_modified(SystemTime::now()));
         }
         Some(bytes)
     }
@@ -295,6 +286,7 @@ impl Cache {
         }
         let entry = seal(&self.secret, key, body);
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        // A cache that cannot be written only makes the next run slower.
         if write_atomically(&self.dir, &self.path(key), &entry, n).is_ok() {
             self.written
                 .fetch_add(entry.len() as u64, Ordering::Relaxed);
@@ -302,6 +294,7 @@ impl Cache {
     }
 }
 
+/// The SHA-256 of a file's bytes alone.
 fn digest(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
@@ -316,28 +309,22 @@ fn key_of(fingerprint: &[u8; 32], yaml_name: bool, content: &[u8; 32]) -> [u8; 3
     state.finalize().into()
 }
 
-/// The bytes of the entry at `path` and the time it was last written or refreshed, in one
-/// open, one `fstat` and one read (a warm run does this for every file). A symlink is not
-/// followed and anything but a regular file is not read (a FIFO would make the open wait, a
-/// device is not ours): a miss, and the fresh result is renamed over it.
-fn read_entry(path: &Path) -> Option<(Vec<u8>, SystemTime)> {
-    read_regular(path, HEADER as u64..=MAX_ENTRY_BYTES)
+/// The file `name` of the opened `folder`, with `flags` (read or write) and never through a
+/// link, a FIFO's wait or a terminal: an entry is read in one open, one `fstat` and one read
+/// (a warm run does this for every file), and anything but a regular file is not read (a FIFO
+/// would make the open wait, a device is not ours): a miss, and the fresh result is renamed
+/// over it.
+fn open_in(
+    folder: &std::os::fd::OwnedFd,
+    name: &str,
+    flags: rustix::fs::OFlags,
+) -> std::io::Result<std::fs::File> {
+    use rustix::fs::OFlags;
+    let flags = flags | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(folder, name, flags, rustix::fs::Mode::empty())?.into())
 }
 
-/// [`read_entry`] for the entry `name` of the opened `folder`.
-fn read_entry_in(folder: &std::os::fd::OwnedFd, name: &str) -> Option<(Vec<u8>, SystemTime)> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::openat(
-        folder,
-        name,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    read_open(std::fs::File::from(fd), HEADER as u64..=MAX_ENTRY_BYTES)
-}
-
-/// [`read_entry`] for any file of the folder whose size is in `sizes`.
+/// A file of the folder whose size is in `sizes` (the ledger), as [`open_in`] reads an entry.
 fn read_regular(
     path: &Path,
     sizes: std::ops::RangeInclusive<u64>,

@@ -9,13 +9,12 @@
 //! simulated afresh. Keys are domain-separated from `check`'s (a different field layout under a
 //! name of their own), and the body starts with a tag of its own.
 
-use super::{Cache, HEADER, MAX_ENTRY_BYTES, body, read_entry, seal, write_atomically};
+use super::{Cache, HEADER};
 pub use crate::runtime::simulate::Simulated;
 use crate::runtime::simulate::{
     LAYER_NAMES, Layers, RULES, RoleRule, SCENARIOS, SimBundle, SimFinding, SimOptions,
 };
 use sha2::{Digest, Sha256};
-use std::sync::atomic::Ordering;
 
 /// The start of every simulation entry's body (its format's version in the last byte).
 const TAG: &[u8; 4] = b"sim\x03";
@@ -118,8 +117,7 @@ impl Cache {
     /// The simulation kept under `key`, when an entry this user's credlint wrote is there and
     /// whole.
     pub fn recall_simulation(&self, key: &[u8; 32]) -> Option<Simulated> {
-        let (bytes, _) = read_entry(&self.path(key))?;
-        decode(body(&bytes, key, &self.secret)?)
+        decode(&self.entry(key)?[HEADER..])
     }
 
     /// Keeps `simulated` under `key`; a verdict with a timed-out run is not kept (how far that
@@ -128,18 +126,8 @@ impl Cache {
         if simulated.timed_out {
             return;
         }
-        let Some(body) = encode(simulated) else {
-            return;
-        };
-        if (HEADER + body.len()) as u64 > MAX_ENTRY_BYTES {
-            return;
-        }
-        let entry = seal(&self.secret, key, &body);
-        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
-        // A cache that cannot be written only makes the next run slower.
-        if write_atomically(&self.dir, &self.path(key), &entry, n).is_ok() {
-            self.written
-                .fetch_add(entry.len() as u64, Ordering::Relaxed);
+        if let Some(body) = encode(simulated) {
+            self.file_entry(key, &body);
         }
     }
 }

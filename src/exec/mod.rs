@@ -192,7 +192,9 @@ impl Executor {
                 && !options.keep.bundles
                 && !options.keep.programs
         });
-        let known: Vec<Option<MemoKey>> = match (whole, pool) {
+        // Every file's key the memo knows without a read, asked once, up front: the whole
+        // run's key is made of them, and each file's lookup below takes its own.
+        let known: Vec<Option<MemoKey>> = match (memo, pool) {
             (None, _) => Vec::new(),
             (Some(memo), None) => (0..inputs.len())
                 .map(|id| key_unread(memo, &inputs[id]))
@@ -300,18 +302,8 @@ impl Executor {
             out.timings.unread += usize::from(unread);
             Ok(out)
         };
-        // A file the memo knows unchanged is not read at all (asked once: the run may have
-        // asked already).
-        let asked;
-        let unread = match (memo, known.get(id)) {
-            (_, Some(key)) => key.as_ref(),
-            (Some(memo), None) => {
-                asked = key_unread(memo, &inputs[id]);
-                asked.as_ref()
-            }
-            (None, None) => None,
-        };
-        if let (Some(memo), Some(key)) = (memo, unread)
+        // A file the memo knows unchanged is not read at all.
+        if let (Some(memo), Some(Some(key))) = (memo, known.get(id))
             && let Some(out) = memo.recall(key, id)
         {
             return served(out, true);

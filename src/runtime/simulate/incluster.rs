@@ -3,6 +3,7 @@
 //! the namespace), a `sitecustomize` hook that makes the in-cluster path resolve to them, and
 //! the TLS configuration of the fake API server that the CA vouches for.
 
+use super::netns::API_ADDRESS;
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -284,15 +285,11 @@ pub fn make_pki() -> Result<Pki, String> {
 
     let server_key = KeyPair::generate().map_err(text)?;
     // As a cluster's API server certificate names itself: the Service's address and names.
-    let names = [
-        "127.0.0.1",
-        "10.96.0.1",
-        "kubernetes.default.svc.cluster.local",
-        "kubernetes.default.svc",
-        "kubernetes.default",
-        "kubernetes",
-    ];
-    let mut server = CertificateParams::new(names.map(String::from).to_vec()).map_err(text)?;
+    let names: Vec<String> = ["127.0.0.1".to_string(), API_ADDRESS.to_string()]
+        .into_iter()
+        .chain(SERVICE_NAMES.map(String::from))
+        .collect();
+    let mut server = CertificateParams::new(names).map_err(text)?;
     server
         .distinguished_name
         .push(DnType::CommonName, "kube-apiserver");
@@ -424,7 +421,7 @@ import sys as _sys
 
 def _install_audit(os, sys, run, ports, log_path):
     run = tuple(os.path.realpath(r) for r in run)
-    loopback = ("127.0.0.1", "10.96.0.1", "localhost", "::1", "kubernetes.default.svc", "kubernetes.default", "kubernetes")
+    loopback = __LOOPBACK__
     # Reads that any interpreter makes: its own modules, CA certificates, time zones, devices,
     # and the pod's name and resolver files.
     readable = tuple(
@@ -641,6 +638,16 @@ del _install_origin
 /// The header that carries the line of create.py a request was sent from.
 pub const ORIGIN_HEADER: &str = "X-Credlint-Origin";
 
+/// The DNS names of the `kubernetes` Service, where a pod finds the API server: its
+/// certificate names them, the pod's hosts file maps them to its address, and the hook counts
+/// them as the fake servers' host.
+const SERVICE_NAMES: [&str; 4] = [
+    "kubernetes.default.svc.cluster.local",
+    "kubernetes.default.svc",
+    "kubernetes.default",
+    "kubernetes",
+];
+
 /// A Job pod's name, which is its host name: the Job's and five random characters, cut to the
 /// 63 bytes a host name may have.
 pub fn pod_name(job: &str, suffix: &str) -> String {
@@ -660,18 +667,17 @@ pub const POD_ETC: [(&str, &str); 3] = [
 ];
 
 /// The texts of [`POD_ETC`] for the pod `hostname` in `namespace`, whose API server is at
-/// `api`. The hosts file also names the `kubernetes` Service's DNS names, which the cluster's
-/// DNS would answer: the program finds the fake API server by name as by
-/// `KUBERNETES_SERVICE_HOST`. The resolver's server
-/// is cluster DNS's usual address, which nothing answers (and seccomp allows no UDP): any
-/// other name fails at once, as an unknown name would.
+/// `api`. The hosts file also maps [`SERVICE_NAMES`], which the cluster's DNS would answer, so
+/// the program finds the fake API server by name as by `KUBERNETES_SERVICE_HOST`. The
+/// resolver's server is cluster DNS's usual address, which nothing answers (and seccomp allows
+/// no UDP): any other name fails at once, as an unknown name would.
 fn pod_etc(hostname: &str, namespace: &str, api: std::net::IpAddr) -> [String; 3] {
     [
         format!(
             "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost \
              ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\n\
-             fe00::2\tip6-allrouters\n127.0.0.1\t{hostname}\n{api}\tkubernetes \
-             kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local\n"
+             fe00::2\tip6-allrouters\n127.0.0.1\t{hostname}\n{api}\t{}\n",
+            SERVICE_NAMES.join(" ")
         ),
         format!(
             "search {namespace}.svc.cluster.local svc.cluster.local cluster.local\n\
@@ -683,9 +689,10 @@ fn pod_etc(hostname: &str, namespace: &str, api: std::net::IpAddr) -> [String; 3
 
 /// Writes the service-account files and the hook into `dir`; `ports` are those of the fake
 /// servers on loopback, which the program may connect to. With `pod` (the pod's host name and
-/// the API server's address) the program runs in the pod's root (`podfs`), which puts every file at its in-cluster path:
-/// the hook redirects nothing, and the files the root mounts over (the termination and access
-/// logs, the pod's `/etc` files) are made here, for the program's user to write or read.
+/// the API server's address) the program runs in the pod's root (`podfs`), which puts every
+/// file at its in-cluster path: the hook redirects nothing, and the files the root mounts over
+/// (the termination and access logs, the pod's `/etc` files) are made here, for the program's
+/// user to write or read.
 pub fn write_environment(
     dir: &RunDir,
     token: &str,
@@ -758,6 +765,15 @@ pub fn write_environment(
         .replace("__FILES__", &files)
         .replace("__RUN__", &roots)
         .replace("__LOG__", &literal(&access_log))
+        .replace(
+            "__LOOPBACK__",
+            &tuple(
+                &["127.0.0.1", &API_ADDRESS.to_string(), "localhost", "::1"]
+                    .into_iter()
+                    .chain(SERVICE_NAMES)
+                    .collect::<Vec<&str>>(),
+            ),
+        )
         .replace(
             "__PORTS__",
             &format!(
