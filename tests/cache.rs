@@ -476,3 +476,36 @@ fn concurrent_runs_share_one_folder_safely() {
     assert!(temporary.is_empty(), "left behind: {temporary:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run of many files leaves a pack of its entries: with every other entry file removed, the
+/// next run after an edit still takes every unedited file from the cache (from the pack), and
+/// reports what a run without the cache does.
+#[test]
+fn a_run_after_an_edit_is_served_from_the_pack_of_the_last_one() {
+    let (dir, _, cache, all) = generated_tree("cache-pack", 3, 60);
+    assert!(all.len() >= 64, "{} files: too few for a pack", all.len());
+    let args = ["check", "--format", "json", "--timings", "tree"];
+    let first = run(&dir, Some(&cache), &args);
+    assert_eq!(counts(&first).0, 0);
+    let is_pack = |p: &PathBuf| std::fs::read(p).is_ok_and(|b| b.starts_with(b"credlint-pack01\n"));
+    let packs: Vec<PathBuf> = entries(&cache).into_iter().filter(is_pack).collect();
+    assert_eq!(packs.len(), 1, "one pack");
+    for entry in entries(&cache).iter().filter(|p| !is_pack(p)) {
+        std::fs::remove_file(entry).unwrap();
+    }
+    let text = std::fs::read_to_string(&all[7]).unwrap();
+    std::fs::write(&all[7], format!("# edited\n{text}")).unwrap();
+    let second = run(&dir, Some(&cache), &args);
+    let fresh = run(&dir, None, &["check", "--format", "json", "tree"]);
+    assert_eq!(second.stdout, fresh.stdout, "{}", stderr(&second));
+    assert_eq!(second.status.code(), fresh.status.code());
+    let (hits, total, _) = counts(&second);
+    assert_eq!(
+        (hits, total),
+        (all.len() - 1, all.len()),
+        "{}",
+        stderr(&second)
+    );
+    assert!(!whole(&second));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -23,6 +23,10 @@
 //! since it last was, or a day has passed (a ledger file keeps the count), so a run that writes
 //! one entry does not stat thousands.
 //!
+//! A run of many files also writes a pack ([`pack`]): the entries it used in one file, so that
+//! the next run of the same files, after an edit, opens one file instead of one per input.
+//! Each entry in it is checked as a file entry is.
+//!
 //! `simulate` keeps its verdicts in the same folder, under the same header and tags
 //! ([`simulation`]): what simulating a bundle found, under a key of everything the simulation
 //! reads.
@@ -30,6 +34,7 @@
 mod codec;
 mod files;
 pub mod key;
+mod pack;
 pub mod simulation;
 
 use crate::lint::Options;
@@ -38,6 +43,7 @@ use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// The folder used when none is named: in the folder credlint runs in, as ruff's is.
@@ -88,7 +94,23 @@ pub struct Cache {
     written: AtomicU64,
     /// The files earlier runs read, to know their bytes without reading them.
     files: files::Index,
+    /// The name of the pack of this run's files ([`Memo::begin`]), for a run of many.
+    pack_name: OnceLock<[u8; 32]>,
+    /// That pack, read when the first entry is looked up (a run served whole reads none).
+    pack: OnceLock<Option<pack::Pack>>,
+    /// The entries this run used, in the pack or not, for the pack written at the end.
+    used: Mutex<Vec<Used>>,
 }
+
+/// An entry a run used: one of the pack's, or one read or written as a file (its bytes).
+enum Used {
+    Packed([u8; 32]),
+    Own([u8; 32], Vec<u8>),
+}
+
+/// The pack is written again when more than one in this many of a run's entries were not in
+/// it: an edit or two reads a file entry or two more, which costs less than the rewrite.
+const PACK_REWRITE_SHARE: usize = 16;
 
 impl Cache {
     /// Opens (creating it if needed) the cache in `dir` for runs with `options`. The folder gets
@@ -155,6 +177,9 @@ impl Cache {
             written: AtomicU64::new(0),
             files: files::Index::new(dir, secret.clone()),
             secret,
+            pack_name: OnceLock::new(),
+            pack: OnceLock::new(),
+            used: Mutex::new(Vec::new()),
         })
     }
 
@@ -184,6 +209,7 @@ impl Cache {
         let _ = self
             .files
             .save(self.temp_counter.fetch_add(1, Ordering::Relaxed));
+        self.save_pack();
         self.prune();
     }
 
@@ -243,13 +269,47 @@ impl Memo for Cache {
         self.files.learn(seen, key.content);
     }
 
+    fn begin(&self, names: &[&str]) {
+        if names.len() < pack::MIN_FILES {
+            return;
+        }
+        let mut state = Sha256::new();
+        state.update(b"credlint-pack\0");
+        state.update(self.fingerprint);
+        state.update((names.len() as u64).to_le_bytes());
+        for name in names {
+            state.update((name.len() as u64).to_le_bytes());
+            state.update(name.as_bytes());
+        }
+        let _ = self.pack_name.set(state.finalize().into());
+    }
+
+    fn file_by_file(&self) {
+        // Read on the thread that learned it, while the others go on asking after files.
+        let _ = self.pack();
+    }
+
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut> {
-        codec::decode(&self.entry(&key.key)?[HEADER..], file)
+        let packed = self
+            .pack()
+            .and_then(|p| p.get(&key.key))
+            .and_then(|entry| body(entry, &key.key, &self.secret))
+            .and_then(|body| codec::decode(body, file));
+        if let Some(out) = packed {
+            self.used(|| Used::Packed(key.key));
+            return Some(out);
+        }
+        let entry = self.entry(&key.key)?;
+        let out = codec::decode(&entry[HEADER..], file)?;
+        self.used(|| Used::Own(key.key, entry));
+        Some(out)
     }
 
     fn remember(&self, key: &MemoKey, file: usize, out: &FileOut) {
-        if let Some(body) = codec::encode(out, file) {
-            self.file_entry(&key.key, &body);
+        if let Some(body) = codec::encode(out, file)
+            && let Some(entry) = self.file_entry(&key.key, &body)
+        {
+            self.used(|| Used::Own(key.key, entry));
         }
     }
 
@@ -270,19 +330,15 @@ impl Cache {
         let file = open_in(&self.folder, &name, rustix::fs::OFlags::RDONLY).ok()?;
         let (bytes, modified) = read_open(file, HEADER as u64..=MAX_ENTRY_BYTES)?;
         body(&bytes, key, &self.secret)?;
-        if modified.elapsed().unwrap_or_default() > REFRESH_AFTER {
-            // A read-only cache still serves: the time only orders pruning.
-            let flags = rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::APPEND;
-            let _ =
-                open_in(&self.folder, &name, flags).and_then(|f| f.set_modified(SystemTime::now()));
-        }
+        refresh(&self.folder, &name, modified);
         Some(bytes)
     }
 
-    /// Seals `body` under `key` and writes it into place (not at all when too large).
-    fn file_entry(&self, key: &[u8; 32], body: &[u8]) {
+    /// Seals `body` under `key` and writes it into place; the entry, or `None` when it is too
+    /// large to keep.
+    fn file_entry(&self, key: &[u8; 32], body: &[u8]) -> Option<Vec<u8>> {
         if (HEADER + body.len()) as u64 > MAX_ENTRY_BYTES {
-            return;
+            return None;
         }
         let entry = seal(&self.secret, key, body);
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
@@ -291,6 +347,69 @@ impl Cache {
             self.written
                 .fetch_add(entry.len() as u64, Ordering::Relaxed);
         }
+        Some(entry)
+    }
+
+    /// The pack of this run's files, when the run has one and it reads back as one.
+    fn pack(&self) -> Option<&pack::Pack> {
+        let name = self.pack_name.get()?;
+        self.pack
+            .get_or_init(|| pack::load(&self.folder, name, &self.secret))
+            .as_ref()
+    }
+
+    /// Notes an entry the run used, when it is a run with a pack.
+    fn used(&self, entry: impl FnOnce() -> Used) {
+        if self.pack_name.get().is_some() {
+            lock(&self.used).push(entry());
+        }
+    }
+
+    /// Writes the pack of this run's entries, when the run has one and the pack read (if any)
+    /// missed more than a few of them.
+    fn save_pack(&self) {
+        let Some(name) = self.pack_name.get() else {
+            return;
+        };
+        let used = std::mem::take(&mut *lock(&self.used));
+        let outside = used.iter().filter(|u| matches!(u, Used::Own(..))).count();
+        let old = self.pack.get().and_then(Option::as_ref);
+        if used.len() < pack::MIN_FILES
+            || outside == 0
+            || (old.is_some() && outside * PACK_REWRITE_SHARE <= used.len())
+        {
+            return;
+        }
+        let mut entries: Vec<([u8; 32], &[u8])> = used
+            .iter()
+            .filter_map(|u| match u {
+                Used::Packed(key) => old.and_then(|p| p.get(key)).map(|e| (*key, e)),
+                Used::Own(key, entry) => Some((*key, entry.as_slice())),
+            })
+            .collect();
+        let Some(bytes) = pack::build(&self.secret, name, &mut entries) else {
+            return;
+        };
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        if write_atomically(&self.dir, &self.path(name), &bytes, n).is_ok() {
+            self.written
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A list is never left half-written by a panic (push is one call).
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Gives the file `name` of `folder`, last written at `modified`, the time now when that was
+/// long ago: pruning keeps what runs use, without a write per hit.
+fn refresh(folder: &std::os::fd::OwnedFd, name: &str, modified: SystemTime) {
+    if modified.elapsed().unwrap_or_default() > REFRESH_AFTER {
+        // A read-only cache still serves: the time only orders pruning.
+        let flags = rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::APPEND;
+        let _ = open_in(folder, name, flags).and_then(|f| f.set_modified(SystemTime::now()));
     }
 }
 
@@ -495,7 +614,8 @@ fn prune(dir: &Path, limit: u64, secret: &ring::hmac::Key) {
             }
         } else if let Some(key) = unhex(&name)
             && meta.is_file()
-            && read_header(&e.path()).is_some_and(|h| own_header(&h, &key, secret))
+            && read_header(&e.path())
+                .is_some_and(|h| own_header(&h, &key, secret) || pack::owns(&h, &key, secret))
         {
             // Only this cache's own entries count and go: another program's file named by
             // 64 hexadecimal digits (a container layer, a build store) is never touched.

@@ -513,3 +513,146 @@ fn a_whole_run_reads_back_only_for_its_own_files_and_name() {
     assert!(cache.recall_run(&file_key.key, 1).is_none());
     assert!(codec::decode_run(b"garbage", n).is_none());
 }
+
+/// A run of many files leaves a pack of the entries it used; the next run of the same files
+/// is served from it with no entry file left, each entry in it still checked on its own; a
+/// run of other files, or of few, has none; a few new entries do not rewrite it, many do; and
+/// pruning knows it for the cache's own.
+#[test]
+fn a_pack_serves_the_next_run_of_the_same_files_and_each_entry_in_it_still_verifies() {
+    let (_base, dir) = temp("pack");
+    let engine = Linter::new(Options::default()).unwrap();
+    let text = std::fs::read("fixtures/clean/cache.yaml").unwrap();
+    let n = pack::MIN_FILES + 6;
+    // Each file's result, with its places in that file (as an entry holds it).
+    let outs: Vec<FileOut> = (0..n)
+        .map(|i| engine.lint_bytes(i, "a.yaml", &text, &Serial).unwrap())
+        .collect();
+    let expected: Vec<String> = (0..n)
+        .map(|i| shown(engine.lint_bytes(i, "a.yaml", &text, &Serial).unwrap()))
+        .collect();
+    let names: Vec<String> = (0..n).map(|i| format!("tree/{i}.yaml")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let cache = Cache::open(&dir, &Options::default()).unwrap();
+    let keys: Vec<MemoKey> = (0..n)
+        .map(|i| cache.key(true, format!("file {i}").as_bytes()))
+        .collect();
+    // The first run: every file linted and remembered.
+    cache.begin(&names);
+    let pack_name = *cache
+        .pack_name
+        .get()
+        .expect("a run of many files has a pack");
+    for (i, key) in keys.iter().enumerate() {
+        assert!(cache.recall(key, i).is_none());
+        cache.remember(key, i, &outs[i]);
+    }
+    cache.finish();
+    let pack_path = cache.path(&pack_name);
+    let written = std::fs::read(&pack_path).expect("the pack is written");
+    for key in &keys {
+        std::fs::remove_file(cache.path(&key.key)).unwrap();
+    }
+    let run = |names: &[&str]| {
+        let cache = Cache::open(&dir, &Options::default()).unwrap();
+        cache.begin(names);
+        let hits: Vec<bool> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| {
+                cache
+                    .recall(key, i)
+                    .map(|back| assert_eq!(shown(back), expected[i]))
+                    .is_some()
+            })
+            .collect();
+        (cache, hits)
+    };
+    let (again, hits) = run(&names);
+    assert!(hits.iter().all(|&h| h), "served from the pack alone");
+    again.finish();
+    assert_eq!(std::fs::read(&pack_path).unwrap(), written, "not rewritten");
+    // Another list of files, or a short one, has another pack or none.
+    let mut other = names.clone();
+    other.pop();
+    assert!(run(&other).1.iter().all(|&h| !h));
+    assert!(run(&names[..3]).1.iter().all(|&h| !h));
+    // A flipped byte in one entry's body, or its slot pointed at another entry: that entry
+    // alone is a miss.
+    let locate = |key: &[u8; 32]| {
+        let at = written
+            .windows(48)
+            .position(|w| w[..32] == key[..] && w[32..40] != [0; 8])
+            .unwrap();
+        let offset = u64::from_le_bytes(written[at + 32..at + 40].try_into().unwrap());
+        (at, offset as usize)
+    };
+    let (_, offset) = locate(&keys[5].key);
+    let mut damaged = written.clone();
+    damaged[offset + HEADER + 2] ^= 1;
+    std::fs::write(&pack_path, &damaged).unwrap();
+    let (_, hits) = run(&names);
+    assert_eq!(hits.iter().filter(|&&h| !h).count(), 1);
+    assert!(!hits[5]);
+    let (slot, _) = locate(&keys[7].key);
+    let (_, elsewhere) = locate(&keys[8].key);
+    let mut pointed = written.clone();
+    pointed[slot + 32..slot + 40].copy_from_slice(&(elsewhere as u64).to_le_bytes());
+    std::fs::write(&pack_path, &pointed).unwrap();
+    let (_, hits) = run(&names);
+    assert!(!hits[7] && hits[8], "another key's entry is no hit");
+    // A name tag not made under this secret, a directory cut short, or garbage: no pack.
+    let mut foreign = written.clone();
+    foreign[60] ^= 1;
+    let cut = pack::HEAD + 10;
+    for bad in [
+        foreign,
+        written[..cut].to_vec(),
+        b"credlint-pack01\n".to_vec(),
+    ] {
+        std::fs::write(&pack_path, &bad).unwrap();
+        assert!(run(&names).1.iter().all(|&h| !h));
+    }
+    // Cut in the entries: those cut off are misses, the whole ones before still serve.
+    std::fs::write(&pack_path, &written[..written.len() / 2]).unwrap();
+    let hits = run(&names).1;
+    assert!(hits.contains(&true) && hits.contains(&false));
+    // One new entry in a run served from the pack leaves it as it is; a sixteenth and more
+    // rewrite it.
+    std::fs::write(&pack_path, &written).unwrap();
+    let cache = Cache::open(&dir, &Options::default()).unwrap();
+    cache.begin(&names);
+    for (i, key) in keys.iter().enumerate().skip(1) {
+        assert!(cache.recall(key, i).is_some());
+    }
+    let fresh = cache.key(true, b"edited");
+    cache.remember(&fresh, 0, &outs[0]);
+    cache.finish();
+    assert_eq!(std::fs::read(&pack_path).unwrap(), written);
+    let cache = Cache::open(&dir, &Options::default()).unwrap();
+    cache.begin(&names);
+    let edited: Vec<MemoKey> = (0..n / 8)
+        .map(|i| cache.key(true, format!("edit {i}").as_bytes()))
+        .collect();
+    for (i, key) in edited.iter().enumerate() {
+        cache.remember(key, i, &outs[i]);
+    }
+    for (i, key) in keys.iter().enumerate().skip(edited.len()) {
+        assert!(cache.recall(key, i).is_some());
+    }
+    cache.finish();
+    let rewritten = std::fs::read(&pack_path).unwrap();
+    assert_ne!(rewritten, written);
+    for key in &edited {
+        std::fs::remove_file(cache.path(&key.key)).unwrap();
+    }
+    let cache = Cache::open(&dir, &Options::default()).unwrap();
+    cache.begin(&names);
+    for (i, key) in edited.iter().enumerate() {
+        assert!(cache.recall(key, i).is_some(), "the new entries are in it");
+    }
+    // Pruning counts the pack as the cache's own, and removes it like an entry.
+    let secret = key::load(&dir).unwrap();
+    prune(&dir, 0, &secret);
+    assert!(!pack_path.exists());
+}

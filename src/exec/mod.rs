@@ -194,17 +194,35 @@ impl Executor {
         });
         // Every file's key the memo knows without a read, asked once, up front: the whole
         // run's key is made of them, and each file's lookup below takes its own.
-        let known: Vec<Option<MemoKey>> = match (memo, pool) {
-            (None, _) => Vec::new(),
-            (Some(memo), None) => (0..inputs.len())
-                .map(|id| key_unread(memo, &inputs[id]))
-                .collect(),
-            (Some(memo), Some(pool)) => pool.install(|| {
-                (0..inputs.len())
-                    .into_par_iter()
-                    .map(|id| key_unread(memo, &inputs[id]))
-                    .collect()
-            }),
+        if let Some(memo) = memo {
+            memo.begin(
+                &inputs
+                    .iter()
+                    .map(|f| f.display.as_str())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let known: Vec<Option<MemoKey>> = match memo {
+            None => Vec::new(),
+            Some(memo) => {
+                // The first file that must be read rules the whole run out: the memo is told
+                // at once, so that what a run file by file needs is fetched while the rest
+                // are asked.
+                let told = std::sync::atomic::AtomicBool::new(false);
+                let ask = |id: usize| {
+                    let key = key_unread(memo, &inputs[id]);
+                    if key.is_none() && !told.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                        memo.file_by_file();
+                    }
+                    key
+                };
+                match pool {
+                    None => (0..inputs.len()).map(ask).collect(),
+                    Some(pool) => {
+                        pool.install(|| (0..inputs.len()).into_par_iter().map(ask).collect())
+                    }
+                }
+            }
         };
         let run_key = whole.and_then(|_| run_key(inputs, &known));
         if let (Some(memo), Some(key)) = (whole, &run_key)

@@ -167,6 +167,12 @@ pub trait Memo: Sync {
     /// Tells the memo that the file `seen` describes (its metadata just before the read) held
     /// the bytes `key` was made from.
     fn read_as(&self, _seen: &std::fs::Metadata, _key: &MemoKey) {}
+    /// Tells the memo that a run of the files named `names` (as reports show them, in order)
+    /// looks its files up next: a memo may fetch at once what the last such run used.
+    fn begin(&self, _names: &[&str]) {}
+    /// Tells the memo that the run goes file by file (a file must be read): a memo may fetch
+    /// now what such a run looks up.
+    fn file_by_file(&self) {}
     /// The result filed under `key`, its places moved to file number `file`.
     fn recall(&self, key: &MemoKey, file: usize) -> Option<FileOut>;
     /// Files the result of linting file number `file`.
