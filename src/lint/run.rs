@@ -251,7 +251,7 @@ impl<'l> Run<'l> {
             self.join(settled);
         }
         let mut emit = Emit::new(self.linter.catalog);
-        crate::lint::checks::writers::check(&self.render, &mut emit);
+        crate::lint::checks::writers::check(&self.render, &mut emit, spread);
         let mut findings = self.findings;
         findings.extend(self.emit_findings);
         findings.extend(emit.findings);

@@ -27,6 +27,11 @@ impl<'c> Emit<'c> {
         }
     }
 
+    /// An empty `Emit` of the same catalog, for a part of a check run on another thread.
+    pub fn sibling(&self) -> Emit<'c> {
+        Emit::new(self.catalog)
+    }
+
     pub fn add(
         &mut self,
         rule: &str,

@@ -4,6 +4,7 @@
 //! writers of the render.
 
 use super::Emit;
+use crate::common::spread::Spread;
 use crate::common::{Map, Set};
 use crate::load::source::At;
 use crate::model::bundle::{Bundle, Digest, MemberKind};
@@ -44,29 +45,82 @@ impl Render {
     }
 }
 
-pub fn check(render: &Render, emit: &mut Emit) {
+/// The indexes of the render's bundles by the names writers meet them by.
+#[derive(Default)]
+struct Indexes<'d> {
+    by_secret: Map<&'d str, Vec<&'d Digest>>,
+    by_generator: Map<&'d str, Vec<&'d Digest>>,
+    by_account: Map<&'d str, Vec<usize>>,
+    by_role: Map<&'d str, Vec<usize>>,
+}
+
+impl<'d> Indexes<'d> {
+    /// Built in two halves side by side (`spread`): the planned names, and the accounts and
+    /// Roles. On a render of thousands of bundles these maps are most of the check, and it
+    /// runs once every file is read, when the other threads have nothing else to do.
+    fn of(digests: &'d [Digest], spread: &impl Spread) -> Indexes<'d> {
+        let mut halves = spread.map(&[false, true], |&accounts| {
+            let mut ix = Indexes::default();
+            if accounts {
+                // One account and one Role a bundle: sized once, not grown a rehash at a time.
+                ix.by_account.reserve(digests.len());
+                ix.by_role.reserve(digests.len());
+                for (i, bundle) in digests.iter().enumerate() {
+                    ix.by_account.entry(&bundle.account).or_default().push(i);
+                    ix.by_role.entry(&bundle.role).or_default().push(i);
+                }
+            } else {
+                for bundle in digests {
+                    for s in &bundle.secrets {
+                        ix.by_secret.entry(&s.name).or_default().push(bundle);
+                    }
+                    for g in &bundle.generators {
+                        ix.by_generator.entry(&g.name).or_default().push(bundle);
+                    }
+                }
+            }
+            ix
+        });
+        let accounts = halves.pop().unwrap_or_default();
+        let names = halves.pop().unwrap_or_default();
+        Indexes {
+            by_account: accounts.by_account,
+            by_role: accounts.by_role,
+            ..names
+        }
+    }
+}
+
+pub fn check(render: &Render, emit: &mut Emit, spread: &impl Spread) {
     // Each writer meets only the bundles that plan its name or own the account it binds:
     // indexes by name keep a render of thousands of bundles (each with its own RoleBinding, a
     // writer) linear rather than bundles x writers.
-    let mut by_secret: Map<&str, Vec<&Digest>> = Map::default();
-    let mut by_generator: Map<&str, Vec<&Digest>> = Map::default();
-    // One account and one Role a bundle: sized once, not grown a rehash at a time.
-    let bundles = render.digests.len();
-    let mut by_account: Map<&str, Vec<usize>> =
-        Map::with_capacity_and_hasher(bundles, <_>::default());
-    let mut by_role: Map<&str, Vec<usize>> = Map::with_capacity_and_hasher(bundles, <_>::default());
-    for (i, bundle) in render.digests.iter().enumerate() {
-        for s in &bundle.secrets {
-            by_secret.entry(&s.name).or_default().push(bundle);
+    let ix = Indexes::of(&render.digests, spread);
+    // The names bundles share and the walk over the other writers read the indexes alone:
+    // they run side by side, and their findings are joined in this order.
+    let parts = spread.map(&[false, true], |&walk| {
+        let mut part = emit.sibling();
+        if walk {
+            writers(render, &ix, &mut part);
+        } else {
+            shared_secrets(&ix.by_secret, &mut part);
+            shared_jobs(&render.digests, &mut part);
         }
-        for g in &bundle.generators {
-            by_generator.entry(&g.name).or_default().push(bundle);
-        }
-        by_account.entry(&bundle.account).or_default().push(i);
-        by_role.entry(&bundle.role).or_default().push(i);
+        part.findings
+    });
+    for findings in parts {
+        emit.findings.extend(findings);
     }
-    shared_secrets(&by_secret, emit);
-    shared_jobs(&render.digests, emit);
+}
+
+/// Every writer of the render against the bundles it meets.
+fn writers(render: &Render, ix: &Indexes, emit: &mut Emit) {
+    let Indexes {
+        by_secret,
+        by_generator,
+        by_account,
+        by_role,
+    } = ix;
     // The labels of the Namespace objects the render holds, for selectors.
     let namespaces: Map<&str, &Writer> = render
         .writers
@@ -89,7 +143,7 @@ pub fn check(render: &Render, emit: &mut Emit) {
         }
         match writer.kind {
             WriterKind::Secret | WriterKind::ExternalSecret => {
-                for bundle in named(&by_secret, &writer.name) {
+                for bundle in named(by_secret, &writer.name) {
                     planned_secret(bundle, writer, emit);
                 }
             }
@@ -100,7 +154,7 @@ pub fn check(render: &Render, emit: &mut Emit) {
                 }
             }
             WriterKind::Controller(_) => {
-                for bundle in named(&by_secret, &writer.name) {
+                for bundle in named(by_secret, &writer.name) {
                     controller_writes(bundle, writer, &namespaces, emit);
                 }
             }
@@ -121,7 +175,7 @@ pub fn check(render: &Render, emit: &mut Emit) {
                 }
             }
             WriterKind::Password { cluster } => {
-                for bundle in named(&by_generator, &writer.name) {
+                for bundle in named(by_generator, &writer.name) {
                     retired_generator(bundle, writer, cluster, emit);
                 }
             }
