@@ -98,8 +98,11 @@ pub struct Cache {
     pack_name: OnceLock<[u8; 32]>,
     /// That pack, read when the first entry is looked up (a run served whole reads none).
     pack: OnceLock<Option<pack::Pack>>,
-    /// The entries this run used, in the pack or not, for the pack written at the end.
-    used: Mutex<Vec<Used>>,
+    /// The entries this run used, in the pack or not, for the pack written at the end, and
+    /// the bytes of those kept here (none once they would make too large a pack).
+    used: Mutex<(Vec<Used>, u64)>,
+    /// The largest pack this run writes ([`pack::MAX_BYTES`]; a test lowers it).
+    pack_limit: u64,
 }
 
 /// An entry a run used: one of the pack's, or one read or written as a file (its bytes).
@@ -179,7 +182,8 @@ impl Cache {
             secret,
             pack_name: OnceLock::new(),
             pack: OnceLock::new(),
-            used: Mutex::new(Vec::new()),
+            used: Mutex::new((Vec::new(), 0)),
+            pack_limit: pack::MAX_BYTES,
         })
     }
 
@@ -358,11 +362,27 @@ impl Cache {
             .as_ref()
     }
 
-    /// Notes an entry the run used, when it is a run with a pack.
+    /// Notes an entry the run used, when it is a run with a pack. Once the entries kept would
+    /// make a pack over its limit, none is kept: the run writes no pack.
     fn used(&self, entry: impl FnOnce() -> Used) {
-        if self.pack_name.get().is_some() {
-            lock(&self.used).push(entry());
+        if self.pack_name.get().is_none() {
+            return;
         }
+        let entry = entry();
+        let mut used = lock(&self.used);
+        let (list, bytes) = &mut *used;
+        if *bytes > self.pack_limit {
+            return;
+        }
+        if let Used::Own(_, e) = &entry {
+            *bytes += e.len() as u64;
+            if *bytes > self.pack_limit {
+                list.clear();
+                list.shrink_to_fit();
+                return;
+            }
+        }
+        list.push(entry);
     }
 
     /// Writes the pack of this run's entries, when the run has one and the pack read (if any)
@@ -371,7 +391,10 @@ impl Cache {
         let Some(name) = self.pack_name.get() else {
             return;
         };
-        let used = std::mem::take(&mut *lock(&self.used));
+        let (used, bytes) = std::mem::take(&mut *lock(&self.used));
+        if bytes > self.pack_limit {
+            return;
+        }
         let outside = used.iter().filter(|u| matches!(u, Used::Own(..))).count();
         let old = self.pack.get().and_then(Option::as_ref);
         if used.len() < pack::MIN_FILES
@@ -387,7 +410,7 @@ impl Cache {
                 Used::Own(key, entry) => Some((*key, entry.as_slice())),
             })
             .collect();
-        let Some(bytes) = pack::build(&self.secret, name, &mut entries) else {
+        let Some(bytes) = pack::build(&self.secret, name, &mut entries, self.pack_limit) else {
             return;
         };
         let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);

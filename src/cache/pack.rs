@@ -84,17 +84,18 @@ pub(super) fn load(
 }
 
 /// A pack named `name` of `entries` (each a whole entry under its key), under `secret`;
-/// `None` when it would be larger than [`MAX_BYTES`].
+/// `None` when it would be larger than `limit` bytes.
 pub(super) fn build(
     secret: &ring::hmac::Key,
     name: &[u8; 32],
     entries: &mut Vec<([u8; 32], &[u8])>,
+    limit: u64,
 ) -> Option<Vec<u8>> {
     entries.sort_unstable_by_key(|a| a.0);
     entries.dedup_by(|a, b| a.0 == b.0);
     let data: usize = entries.iter().map(|(_, e)| e.len()).sum();
     let size = HEAD + entries.len() * SLOT + data;
-    if size as u64 > MAX_BYTES || entries.iter().any(|(_, e)| e.len() < HEADER) {
+    if size as u64 > limit || entries.iter().any(|(_, e)| e.len() < HEADER) {
         return None;
     }
     let mut out = Vec::with_capacity(size);

@@ -651,6 +651,22 @@ fn a_pack_serves_the_next_run_of_the_same_files_and_each_entry_in_it_still_verif
     for (i, key) in edited.iter().enumerate() {
         assert!(cache.recall(key, i).is_some(), "the new entries are in it");
     }
+    // A run whose entries would make a pack over its limit keeps none of them, and writes no
+    // pack.
+    let mut cache = Cache::open(&dir, &Options::default()).unwrap();
+    cache.pack_limit = (HEADER as u64 + 64) * 8;
+    let other: Vec<String> = (0..n).map(|i| format!("other/{i}.yaml")).collect();
+    cache.begin(&other.iter().map(String::as_str).collect::<Vec<_>>());
+    let other_pack = cache.path(cache.pack_name.get().unwrap());
+    for (i, key) in keys.iter().enumerate() {
+        cache.remember(key, i, &outs[i]);
+    }
+    assert!(
+        lock(&cache.used).0.is_empty(),
+        "nothing kept past the limit"
+    );
+    cache.finish();
+    assert!(!other_pack.exists());
     // Pruning counts the pack as the cache's own, and removes it like an entry.
     let secret = key::load(&dir).unwrap();
     prune(&dir, 0, &secret);
