@@ -141,13 +141,13 @@ impl Index {
         if self.loaded.get().and_then(|l| l.get(&identity)) == Some(&record) {
             return;
         }
-        lock(&self.learned).insert(identity, record);
+        super::lock(&self.learned).insert(identity, record);
     }
 
     /// Writes the index back when this run learned something; `n` makes the temporary name
     /// unique within the run. Returns whether it wrote.
     pub(super) fn save(&self, n: usize) -> bool {
-        let learned = std::mem::take(&mut *lock(&self.learned));
+        let learned = std::mem::take(&mut *super::lock(&self.learned));
         if learned.is_empty() {
             return false;
         }
@@ -181,11 +181,6 @@ impl Index {
             .unwrap_or_default()
         })
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A map is never left half-written by a panic (insert is one call).
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn encode(records: &[(Identity, Record)], secret: &ring::hmac::Key) -> Vec<u8> {

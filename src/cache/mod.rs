@@ -96,7 +96,8 @@ pub struct Cache {
     files: files::Index,
     /// The name of the pack of this run's files ([`Memo::begin`]), for a run of many.
     pack_name: OnceLock<[u8; 32]>,
-    /// That pack, read when the first entry is looked up (a run served whole reads none).
+    /// That pack, read once the run must go file by file ([`Memo::file_by_file`], or the
+    /// first lookup): a run served whole reads none.
     pack: OnceLock<Option<pack::Pack>>,
     /// The entries this run used, in the pack or not, for the pack written at the end, and
     /// the bytes of those kept here (none once they would make too large a pack).
@@ -421,8 +422,9 @@ impl Cache {
     }
 }
 
+/// The value behind `m`, even after a panic elsewhere: the cache's lists and maps are never
+/// left half-written by one (a push or an insert is one call).
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A list is never left half-written by a panic (push is one call).
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
