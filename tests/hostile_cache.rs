@@ -1,6 +1,6 @@
 //! The cache folder as a hostile change would leave it: forged entries, a clean file's entry
-//! copied under a bad file's key, a cache restored from a run with another secret, a committed
-//! cache folder, a cache folder that is a symbolic link, and files named like entries that the
+//! copied under a bad file's key, a cache restored from a run with another secret, a pack whose
+//! directory points a bad file at a clean entry, a committed cache folder, a cache folder that is a symbolic link, and files named like entries that the
 //! cache did not write. Each run ends with the verdict `--no-cache` gives, writes nothing
 //! outside the folders it was told, and deletes nothing the cache did not write.
 
@@ -380,4 +380,67 @@ fn git(dir: &Path, args: &[&str]) {
         .output()
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+}
+
+/// The pack (one file holding a run's entries) as an attacker with write access to the folder
+/// but not the key would edit it: the bad file's slot pointed at the clean file's entry, and
+/// that entry's key field rewritten to the bad file's key. Every entry file but the pack is
+/// gone, so only the pack could serve: the verdict is still `--no-cache`'s.
+#[test]
+fn a_pack_pointing_a_bad_file_at_a_clean_entry_does_not_pass_it() {
+    let base = temp_dir("hostile-cache-pack");
+    let machine = Machine::new(&base, "victim");
+    let tree = base.join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::copy(root().join(BAD), tree.join("bad.yaml")).unwrap();
+    // Enough files for a pack: copies of the clean bundle (one entry, one key, for all).
+    for i in 0..70 {
+        std::fs::copy(root().join(CLEAN), tree.join(format!("clean-{i:02}.yaml"))).unwrap();
+    }
+    let cache = base.join("cache");
+    let fresh = machine.check(&tree, None, &["."]);
+    assert_eq!(fresh.status.code(), Some(1), "the bad bundle fails");
+    let first = machine.check(&tree, Some(Some(&cache)), &["."]);
+    same_verdict("first run", &first, &fresh);
+    let is_pack = |name: &String| {
+        std::fs::read(cache.join(name)).is_ok_and(|b| b.starts_with(b"credlint-pack01\n"))
+    };
+    let (packs, others): (Vec<String>, Vec<String>) =
+        entries(&cache).into_iter().partition(is_pack);
+    assert_eq!(packs.len(), 1, "one pack");
+    let pack_path = cache.join(&packs[0]);
+    let pack = std::fs::read(&pack_path).unwrap();
+    // The directory: the count at 80, then 48-byte slots (key, offset, length) from 88.
+    let count = u64::from_le_bytes(pack[80..88].try_into().unwrap()) as usize;
+    assert_eq!(count, 2, "the bad file's entry and the clean files' one");
+    let slot = |i: usize| 88 + i * 48;
+    let field = |at: usize| u64::from_le_bytes(pack[at..at + 8].try_into().unwrap()) as usize;
+    // Which slot is the bad file's: the entry whose findings name the forbidden verbs.
+    let body_of = |i: usize| &pack[field(slot(i) + 32)..field(slot(i) + 32) + field(slot(i) + 40)];
+    let bad = (0..2)
+        .find(|&i| body_of(i).windows(5).any(|w| w == b"watch"))
+        .expect("the bad entry names its finding");
+    let clean = 1 - bad;
+    let bad_key = pack[slot(bad)..slot(bad) + 32].to_vec();
+    let mut pointed = pack.clone();
+    pointed.copy_within(slot(clean) + 32..slot(clean) + 48, slot(bad) + 32);
+    let mut rekeyed = pointed.clone();
+    let clean_at = field(slot(clean) + 32);
+    rekeyed[clean_at + 16..clean_at + 48].copy_from_slice(&bad_key);
+    for name in &others {
+        std::fs::remove_file(cache.join(name)).unwrap();
+    }
+    for (what, bytes) in [("pointed", &pointed), ("pointed and rekeyed", &rekeyed)] {
+        for args in [&["."][..], &["--pre-commit", "bad.yaml"][..]] {
+            std::fs::write(&pack_path, bytes).unwrap();
+            for name in entries(&cache).iter().filter(|n| !is_pack(n)) {
+                std::fs::remove_file(cache.join(name)).unwrap();
+            }
+            same_verdict(
+                &format!("{what}, {args:?}"),
+                &machine.check(&tree, Some(Some(&cache)), args),
+                &machine.check(&tree, None, args),
+            );
+        }
+    }
 }
