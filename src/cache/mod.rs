@@ -301,12 +301,12 @@ impl Memo for Cache {
             .and_then(|entry| body(entry, &key.key, &self.secret))
             .and_then(|body| codec::decode(body, file));
         if let Some(out) = packed {
-            self.used(|| Used::Packed(key.key));
+            self.used(Used::Packed(key.key));
             return Some(out);
         }
         let entry = self.entry(&key.key)?;
         let out = codec::decode(&entry[HEADER..], file)?;
-        self.used(|| Used::Own(key.key, entry));
+        self.used(Used::Own(key.key, entry));
         Some(out)
     }
 
@@ -314,7 +314,7 @@ impl Memo for Cache {
         if let Some(body) = codec::encode(out, file)
             && let Some(entry) = self.file_entry(&key.key, &body)
         {
-            self.used(|| Used::Own(key.key, entry));
+            self.used(Used::Own(key.key, entry));
         }
     }
 
@@ -365,11 +365,10 @@ impl Cache {
 
     /// Notes an entry the run used, when it is a run with a pack. Once the entries kept would
     /// make a pack over its limit, none is kept: the run writes no pack.
-    fn used(&self, entry: impl FnOnce() -> Used) {
+    fn used(&self, entry: Used) {
         if self.pack_name.get().is_none() {
             return;
         }
-        let entry = entry();
         let mut used = lock(&self.used);
         let (list, bytes) = &mut *used;
         if *bytes > self.pack_limit {
@@ -398,8 +397,8 @@ impl Cache {
         }
         let outside = used.iter().filter(|u| matches!(u, Used::Own(..))).count();
         let old = self.pack.get().and_then(Option::as_ref);
+        // (No pack read and no entry from outside it: nothing was used.)
         if used.len() < pack::MIN_FILES
-            || outside == 0
             || (old.is_some() && outside * PACK_REWRITE_SHARE <= used.len())
         {
             return;

@@ -48,24 +48,13 @@ impl Pack {
 
     /// The bytes the directory files under `key` (an entry still to be verified).
     pub(super) fn get(&self, key: &[u8; 32]) -> Option<&[u8]> {
-        let slot = |i: usize| &self.bytes[HEAD + i * SLOT..HEAD + (i + 1) * SLOT];
+        let (slots, _) = self.bytes[HEAD..HEAD + self.count * SLOT].as_chunks::<SLOT>();
         // The directory is sorted by key when written; a pack that is not finds less.
-        let (mut low, mut high) = (0, self.count);
-        while low < high {
-            let middle = low + (high - low) / 2;
-            match slot(middle)[..32].cmp(key) {
-                std::cmp::Ordering::Less => low = middle + 1,
-                std::cmp::Ordering::Greater => high = middle,
-                std::cmp::Ordering::Equal => {
-                    let s = slot(middle);
-                    let at = usize::try_from(u64::from_le_bytes(s[32..40].try_into().ok()?));
-                    let len = usize::try_from(u64::from_le_bytes(s[40..48].try_into().ok()?));
-                    let (at, len) = (at.ok()?, len.ok()?);
-                    return self.bytes.get(at..at.checked_add(len)?);
-                }
-            }
-        }
-        None
+        let slot = &slots[slots.binary_search_by(|s| s[..32].cmp(key)).ok()?];
+        let field =
+            |at: usize| usize::try_from(u64::from_le_bytes(slot[at..at + 8].try_into().ok()?)).ok();
+        let (at, len) = (field(32)?, field(40)?);
+        self.bytes.get(at..at.checked_add(len)?)
     }
 }
 

@@ -19,6 +19,15 @@ pub trait Spread: Sync {
         items: &mut [I],
         f: impl Fn(&mut I) -> T + Sync + Send,
     ) -> Vec<T>;
+
+    /// `a` and `b`, which may run side by side; their results in that order.
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        (a(), b())
+    }
 }
 
 /// Everything on the calling thread, nothing cut into pieces.

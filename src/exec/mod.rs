@@ -58,6 +58,14 @@ impl Spread for Pool<'_> {
         }
         self.0.install(|| items.par_iter_mut().map(f).collect())
     }
+
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        self.0.install(|| rayon::join(a, b))
+    }
 }
 
 /// What the allocator should do with the memory a run frees, decided once from its inputs.
@@ -192,8 +200,7 @@ impl Executor {
                 && !options.keep.bundles
                 && !options.keep.programs
         });
-        // Every file's key the memo knows without a read, asked once, up front: the whole
-        // run's key is made of them, and each file's lookup below takes its own.
+        // The memo learns which files the run holds (it may keep what such a run uses)...
         if let Some(memo) = memo {
             memo.begin(
                 &inputs
@@ -202,6 +209,8 @@ impl Executor {
                     .collect::<Vec<_>>(),
             );
         }
+        // ...then is asked, once and up front, every file's key it knows without a read: the
+        // whole run's key is made of them, and each file's lookup below takes its own.
         let known: Vec<Option<MemoKey>> = match memo {
             None => Vec::new(),
             Some(memo) => {

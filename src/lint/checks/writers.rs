@@ -46,7 +46,6 @@ impl Render {
 }
 
 /// The indexes of the render's bundles by the names writers meet them by.
-#[derive(Default)]
 struct Indexes<'d> {
     by_secret: Map<&'d str, Vec<&'d Digest>>,
     by_generator: Map<&'d str, Vec<&'d Digest>>,
@@ -59,34 +58,38 @@ impl<'d> Indexes<'d> {
     /// Roles. On a render of thousands of bundles these maps are most of the check, and it
     /// runs once every file is read, when the other threads have nothing else to do.
     fn of(digests: &'d [Digest], spread: &impl Spread) -> Indexes<'d> {
-        let mut halves = spread.map(&[false, true], |&accounts| {
-            let mut ix = Indexes::default();
-            if accounts {
-                // One account and one Role a bundle: sized once, not grown a rehash at a time.
-                ix.by_account.reserve(digests.len());
-                ix.by_role.reserve(digests.len());
-                for (i, bundle) in digests.iter().enumerate() {
-                    ix.by_account.entry(&bundle.account).or_default().push(i);
-                    ix.by_role.entry(&bundle.role).or_default().push(i);
-                }
-            } else {
+        let ((by_secret, by_generator), (by_account, by_role)) = spread.join(
+            || {
+                let mut by_secret: Map<&str, Vec<&Digest>> = Map::default();
+                let mut by_generator: Map<&str, Vec<&Digest>> = Map::default();
                 for bundle in digests {
                     for s in &bundle.secrets {
-                        ix.by_secret.entry(&s.name).or_default().push(bundle);
+                        by_secret.entry(&s.name).or_default().push(bundle);
                     }
                     for g in &bundle.generators {
-                        ix.by_generator.entry(&g.name).or_default().push(bundle);
+                        by_generator.entry(&g.name).or_default().push(bundle);
                     }
                 }
-            }
-            ix
-        });
-        let accounts = halves.pop().unwrap_or_default();
-        let names = halves.pop().unwrap_or_default();
+                (by_secret, by_generator)
+            },
+            || {
+                // One account and one Role a bundle: sized once, not grown a rehash at a time.
+                let mut by_account: Map<&str, Vec<usize>> =
+                    Map::with_capacity_and_hasher(digests.len(), <_>::default());
+                let mut by_role: Map<&str, Vec<usize>> =
+                    Map::with_capacity_and_hasher(digests.len(), <_>::default());
+                for (i, bundle) in digests.iter().enumerate() {
+                    by_account.entry(&bundle.account).or_default().push(i);
+                    by_role.entry(&bundle.role).or_default().push(i);
+                }
+                (by_account, by_role)
+            },
+        );
         Indexes {
-            by_account: accounts.by_account,
-            by_role: accounts.by_role,
-            ..names
+            by_secret,
+            by_generator,
+            by_account,
+            by_role,
         }
     }
 }
@@ -98,19 +101,21 @@ pub fn check(render: &Render, emit: &mut Emit, spread: &impl Spread) {
     let ix = Indexes::of(&render.digests, spread);
     // The names bundles share and the walk over the other writers read the indexes alone:
     // they run side by side, and their findings are joined in this order.
-    let parts = spread.map(&[false, true], |&walk| {
-        let mut part = emit.sibling();
-        if walk {
-            writers(render, &ix, &mut part);
-        } else {
+    let (shared, walked) = spread.join(
+        || {
+            let mut part = emit.sibling();
             shared_secrets(&ix.by_secret, &mut part);
             shared_jobs(&render.digests, &mut part);
-        }
-        part.findings
-    });
-    for findings in parts {
-        emit.findings.extend(findings);
-    }
+            part.findings
+        },
+        || {
+            let mut part = emit.sibling();
+            writers(render, &ix, &mut part);
+            part.findings
+        },
+    );
+    emit.findings.extend(shared);
+    emit.findings.extend(walked);
 }
 
 /// Every writer of the render against the bundles it meets.

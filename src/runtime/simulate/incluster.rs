@@ -285,11 +285,7 @@ pub fn make_pki() -> Result<Pki, String> {
 
     let server_key = KeyPair::generate().map_err(text)?;
     // As a cluster's API server certificate names itself: the Service's address and names.
-    let names: Vec<String> = ["127.0.0.1".to_string(), API_ADDRESS.to_string()]
-        .into_iter()
-        .chain(SERVICE_NAMES.map(String::from))
-        .collect();
-    let mut server = CertificateParams::new(names).map_err(text)?;
+    let mut server = CertificateParams::new(api_names()).map_err(text)?;
     server
         .distinguished_name
         .push(DnType::CommonName, "kube-apiserver");
@@ -648,6 +644,15 @@ const SERVICE_NAMES: [&str; 4] = [
     "kubernetes",
 ];
 
+/// Every name and address the fake API server answers to: loopback, the Service's address and
+/// its DNS names.
+fn api_names() -> Vec<String> {
+    ["127.0.0.1".to_string(), API_ADDRESS.to_string()]
+        .into_iter()
+        .chain(SERVICE_NAMES.map(String::from))
+        .collect()
+}
+
 /// A Job pod's name, which is its host name: the Job's and five random characters, cut to the
 /// 63 bytes a host name may have.
 pub fn pod_name(job: &str, suffix: &str) -> String {
@@ -768,9 +773,10 @@ pub fn write_environment(
         .replace(
             "__LOOPBACK__",
             &tuple(
-                &["127.0.0.1", &API_ADDRESS.to_string(), "localhost", "::1"]
-                    .into_iter()
-                    .chain(SERVICE_NAMES)
+                &api_names()
+                    .iter()
+                    .map(String::as_str)
+                    .chain(["localhost", "::1"])
                     .collect::<Vec<&str>>(),
             ),
         )
