@@ -1333,19 +1333,39 @@ fn simulate_with_prefix_env(
     std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
     let display = dir.to_string_lossy().into_owned();
     // No cache: these tests are about what the program does when it runs.
-    let run = credlint_with(
-        &[
-            "simulate",
-            "--no-cache",
-            "--format",
-            "json",
-            "--timeout",
-            "20",
-            &display,
-        ],
-        Stdio::null(),
-        env,
-    );
+    let simulate = |env: &[(&str, &str)]| {
+        credlint_with(
+            &[
+                "simulate",
+                "--no-cache",
+                "--format",
+                "json",
+                "--timeout",
+                "20",
+                &display,
+            ],
+            Stdio::null(),
+            env,
+        )
+    };
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let run = if root && !env.iter().any(|(k, _)| *k == "CREDLINT_ZYGOTE") {
+        // As root: the runs forked from one interpreter (a zygote that fails is an error) and
+        // fresh interpreters, held to the same report.
+        let with = |mode| simulate(&[env, &[("CREDLINT_ZYGOTE", mode)]].concat());
+        let (forked, fresh) = (with("require"), with("0"));
+        assert_eq!(
+            (forked.code, &forked.stdout),
+            (fresh.code, &fresh.stdout),
+            "the zygote's runs and fresh interpreters disagree\n{}\n{}",
+            forked.stderr,
+            fresh.stderr
+        );
+        forked
+    } else {
+        simulate(env)
+    };
     let found = report(&run)["findings"]
         .as_array()
         .unwrap()

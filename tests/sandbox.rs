@@ -82,8 +82,35 @@ fn simulate(dir: &Path, extra: &[&str], inherit: Option<&Path>) -> Run {
     simulate_env(dir, extra, inherit, &[])
 }
 
-/// [`simulate`] with `env` added to credlint's environment.
+/// [`simulate`] with `env` added to credlint's environment. As root, where the test does not
+/// choose, the bundle is simulated twice: its runs forked from one interpreter
+/// (`CREDLINT_ZYGOTE=require`: a zygote that fails is an error, never a quiet fallback) and
+/// each in a fresh interpreter (`CREDLINT_ZYGOTE=0`); the two reports must be the same, so every
+/// hostile program here holds both paths to the same confinement.
 fn simulate_env(dir: &Path, extra: &[&str], inherit: Option<&Path>, env: &[(&str, &str)]) -> Run {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || env.iter().any(|(k, _)| *k == "CREDLINT_ZYGOTE") {
+        return simulate_once(dir, extra, inherit, env);
+    }
+    let with = |mode: &'static str| {
+        let mut all = env.to_vec();
+        all.push(("CREDLINT_ZYGOTE", mode));
+        simulate_once(dir, extra, inherit, &all)
+    };
+    let forked = with("require");
+    let fresh = with("0");
+    assert_eq!(
+        (forked.code, &forked.stdout),
+        (fresh.code, &fresh.stdout),
+        "the zygote's runs and fresh interpreters disagree\n{}\n{}",
+        forked.stderr,
+        fresh.stderr
+    );
+    forked
+}
+
+fn simulate_once(dir: &Path, extra: &[&str], inherit: Option<&Path>, env: &[(&str, &str)]) -> Run {
     let mut command = common::command();
     command
         .envs(env.iter().copied())
@@ -857,7 +884,21 @@ fn the_namespaces_the_report_names_are_the_programs() {
             names = ours.iter().map(|(ns, _)| *ns).collect::<Vec<_>>(),
         ),
     );
-    let run = simulate_env(&dir, &[], None, &[("CREDLINT_LANDLOCK", "0")]);
+    // What the program sees (namespace numbers, its pod's random name) differs from one
+    // simulation to the next: the zygote's runs and fresh interpreters are each held to it.
+    for mode in ["require", "0"] {
+        namespaces_seen(&dir, &kinds, &ours, mode);
+    }
+}
+
+/// [`the_namespaces_the_report_names_are_the_programs`] with `CREDLINT_ZYGOTE=mode`.
+fn namespaces_seen(dir: &Path, kinds: &[(&str, &str)], ours: &[(&str, String)], mode: &str) {
+    let run = simulate_env(
+        dir,
+        &[],
+        None,
+        &[("CREDLINT_LANDLOCK", "0"), ("CREDLINT_ZYGOTE", mode)],
+    );
     let (held, _) = layers(&run.report()["summary"]["sandbox"]);
     let seen = run
         .findings()
@@ -866,7 +907,7 @@ fn the_namespaces_the_report_names_are_the_programs() {
         .unwrap_or_else(|| panic!("{:?} {}", run.findings(), run.stderr))
         .replace(';', "\n");
     let seen = format!("\n{seen}\n");
-    for ((layer, ns), (_, mine)) in kinds.iter().zip(&ours) {
+    for ((layer, ns), (_, mine)) in kinds.iter().zip(ours) {
         let theirs = seen
             .lines()
             .find_map(|l| l.strip_prefix(&format!("{ns} ")))

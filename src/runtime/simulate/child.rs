@@ -96,7 +96,7 @@ pub fn stopping() -> bool {
 }
 
 /// Makes this process the subreaper of its descendants, once.
-fn become_subreaper() {
+pub(super) fn become_subreaper() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: prctl(2) with PR_SET_CHILD_SUBREAPER takes plain integers. Where the kernel
@@ -196,7 +196,7 @@ const TAIL: usize = 4096;
 
 /// What one output stream held.
 #[derive(Default)]
-struct Captured {
+pub(super) struct Captured {
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     len: u64,
@@ -265,13 +265,13 @@ pub fn head(path: &Path, max: u64) -> String {
 }
 
 /// Kills the child's process group and reaps the child when dropped, whatever happened.
-struct Guard {
+pub(super) struct Guard {
     child: Child,
     reaped: bool,
 }
 
 impl Guard {
-    fn start(command: &mut Command) -> Result<Guard, RunError> {
+    pub(super) fn start(command: &mut Command) -> Result<Guard, RunError> {
         // Registered before another thread can look for orphans.
         let mut started = running();
         let child = command.spawn().map_err(RunError::Spawn)?;
@@ -317,7 +317,7 @@ impl Guard {
         rc != 0 || unsafe { info.si_pid() } != 0
     }
 
-    fn finish(&mut self) -> io::Result<std::process::ExitStatus> {
+    pub(super) fn finish(&mut self) -> io::Result<std::process::ExitStatus> {
         self.kill_group();
         let status = self.child.wait();
         self.reaped = true;
@@ -344,7 +344,7 @@ impl Drop for Guard {
 }
 
 /// Starts [`capture`] on a thread of its own.
-fn start_capture<P: Read + std::os::fd::AsRawFd + Send + 'static>(
+pub(super) fn start_capture<P: Read + std::os::fd::AsRawFd + Send + 'static>(
     pipe: Option<P>,
     name: &str,
     stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -358,7 +358,7 @@ fn start_capture<P: Read + std::os::fd::AsRawFd + Send + 'static>(
 }
 
 /// None: a timeout too large to add to the clock, i.e. no deadline.
-fn deadline_after(timeout: Duration) -> Option<Instant> {
+pub(super) fn deadline_after(timeout: Duration) -> Option<Instant> {
     Instant::now().checked_add(timeout)
 }
 
@@ -620,10 +620,17 @@ pub fn run(
     };
     drop(guard);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let stdout = stdout_reader.join().unwrap_or_default();
-    let stderr = stderr_reader.join().unwrap_or_default();
+    Ok(outcome(
+        exit,
+        stdout_reader.join().unwrap_or_default(),
+        stderr_reader.join().unwrap_or_default(),
+    ))
+}
+
+/// A run's outcome from how it ended and what its two streams held.
+pub(super) fn outcome(exit: Exit, stdout: Captured, stderr: Captured) -> Outcome {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    Ok(Outcome {
+    Outcome {
         exit,
         stderr_tail: text(&stderr.tail.iter().copied().collect::<Vec<u8>>()),
         stdout: text(&stdout.head),
@@ -632,7 +639,7 @@ pub fn run(
         stderr_len: stderr.len,
         termination_message: String::new(),
         access: Vec::new(),
-    })
+    }
 }
 
 #[cfg(test)]

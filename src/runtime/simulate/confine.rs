@@ -623,6 +623,109 @@ impl Confine {
         }
     }
 
+    /// Whether runs can be forked from one interpreter per bundle (`zygote.rs`): credlint is
+    /// root, the program runs as the pod's user in the pod's root, with mount and PID
+    /// namespaces of its own, which each run's first process makes afresh.
+    pub fn zygote_ready(&self) -> bool {
+        let needed = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+        self.root && self.user && self.pod_fs.is_some() && self.namespaces & needed == needed
+    }
+
+    /// What the zygote's child runs between `fork` and `exec`: the namespaces and the pod's
+    /// root of [`Confine::in_child`], as root, and nothing after them. Each run's first process
+    /// then makes the rest itself, as the program's child here would, before the program runs
+    /// (`zygote.py`). Only credlint's code and the standard library run in the zygote.
+    pub fn in_zygote(&self) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+        let limits = limits(self.cpu_seconds, false);
+        let namespaces = self.namespaces;
+        let hostname = self.hostname.clone();
+        let net = self.net.as_ref().map(|n| n.raw());
+        let pod_fs = self.pod_fs.clone();
+        move || {
+            let check = |rc: libc::c_int| {
+                if rc < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(())
+                }
+            };
+            // SAFETY: as in `in_child`: plain integers or pointers to locals that live for the
+            // call, nothing that allocates or locks.
+            unsafe {
+                check(libc::setsid())?;
+                check(libc::syscall(
+                    libc::SYS_close_range,
+                    3u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                ) as libc::c_int)?;
+                for (resource, value) in limits {
+                    if value == libc::RLIM_INFINITY {
+                        continue;
+                    }
+                    let limit = libc::rlimit {
+                        rlim_cur: value,
+                        rlim_max: value,
+                    };
+                    check(libc::setrlimit(resource, &limit))?;
+                }
+                unshare(namespaces).map_err(io::Error::from_raw_os_error)?;
+                if namespaces & libc::CLONE_NEWUTS != 0 {
+                    libc::sethostname(hostname.as_ptr().cast(), hostname.len());
+                }
+                if let Some(fd) = net {
+                    check(libc::setns(fd, libc::CLONE_NEWNET))?;
+                }
+                first_of_pid_namespace()?;
+            }
+            match &pod_fs {
+                Some(pod_fs) => pod_fs.enter(),
+                None => Err(io::Error::other("no pod root")),
+            }
+        }
+    }
+
+    /// What each run's first process needs to confine itself as [`Confine::in_child`] would:
+    /// its limits, user, user namespace, the two seccomp programs (as `sock_filter` bytes, in
+    /// hex) and the system call numbers of this machine.
+    pub fn zygote_config(&self) -> serde_json::Value {
+        let filter_hex = |p: &BpfProgram| {
+            let mut out = String::with_capacity(p.len() * 16);
+            for f in p {
+                let mut bytes = [0u8; 8];
+                bytes[..2].copy_from_slice(&f.code.to_ne_bytes());
+                bytes[2] = f.jt;
+                bytes[3] = f.jf;
+                bytes[4..].copy_from_slice(&f.k.to_ne_bytes());
+                out.push_str(&crate::common::hex(&bytes));
+            }
+            out
+        };
+        let limits: Vec<(u64, u64)> = limits(self.cpu_seconds, self.user)
+            .into_iter()
+            .filter(|&(_, v)| v != libc::RLIM_INFINITY)
+            .map(|(r, v)| (u64::from(r), v))
+            .collect();
+        let seccomp: Vec<String> = [&self.clone3, &self.filter]
+            .into_iter()
+            .flatten()
+            .map(filter_hex)
+            .collect();
+        serde_json::json!({
+            "rlimits": limits,
+            "user": [self.pod_user.0, self.pod_user.1],
+            "user_namespace": self.user_namespace.is_some(),
+            "seccomp": seccomp,
+            "syscalls": {
+                "capset": libc::SYS_capset,
+                "seccomp": libc::SYS_seccomp,
+                "landlock_create_ruleset": libc::SYS_landlock_create_ruleset,
+                "landlock_add_rule": libc::SYS_landlock_add_rule,
+                "landlock_restrict_self": libc::SYS_landlock_restrict_self,
+            },
+        })
+    }
+
     /// What the child runs between `fork` and `exec`, before Landlock (`landlock` is run in
     /// between, where there is one) and the seccomp filter: system calls only, nothing that
     /// allocates or locks.

@@ -508,9 +508,11 @@ def _install_audit(os, sys, run, ports, log_path):
     sys.addaudithook(audit)
 
 
-_install_audit(_os, _sys, __RUN__, __PORTS__, __LOG__)
-del _install_audit
 "#;
+
+/// The end of [`HOOK`] for a run of its own: the audit hook installed now.
+const AUDIT_NOW: &str =
+    "_install_audit(_os, _sys, __RUN__, __PORTS__, __LOG__)\ndel _install_audit\n";
 
 /// The program's clock, appended to the hook as a piece of its own (before the origin, so that
 /// the origin's wrapper is the outer one): `time.sleep` returns at once and advances a virtual
@@ -582,11 +584,17 @@ def _install_clock():
 
     endheaders.__wrapped__ = _endheaders
     _http_client.HTTPConnection.endheaders = endheaders
-
-
-_install_clock()
-del _install_clock
+    return lambda: _now.__setitem__(0, 0)
 "#;
+
+/// The end of [`CLOCK_HOOK`] for a run of its own.
+const CLOCK_NOW: &str = "\n\n_install_clock()\ndel _install_clock\n";
+
+/// The end of [`CLOCK_HOOK`] in a zygote, which sets each run's clock back to its start.
+const CLOCK_KEPT: &str = "\n\n_clock_reset = _install_clock()\ndel _install_clock\n";
+
+/// The zygote's loop, the last piece of its hook (`zygote.rs`).
+const ZYGOTE: &str = include_str!("zygote.py");
 
 /// The header that carries the program's virtual clock (nanoseconds since the run began).
 pub const CLOCK_HEADER: &str = "X-Credlint-Clock";
@@ -705,6 +713,7 @@ pub fn write_environment(
     namespace: &str,
     ports: &[u16],
     pod: Option<(&str, std::net::IpAddr)>,
+    zygote: bool,
 ) -> io::Result<()> {
     let sa = dir.join("serviceaccount");
     fs::write(sa.join("token"), token)?;
@@ -761,7 +770,12 @@ pub fn write_environment(
             dir.join(ACCESS_LOG).to_string_lossy().into_owned(),
         )
     };
-    let hook = [HOOK, CLOCK_HOOK, ORIGIN_HOOK]
+    let pieces = if zygote {
+        [HOOK, CLOCK_HOOK, CLOCK_KEPT, ORIGIN_HOOK, ZYGOTE]
+    } else {
+        [HOOK, AUDIT_NOW, CLOCK_HOOK, CLOCK_NOW, ORIGIN_HOOK]
+    };
+    let hook = pieces
         .concat()
         .replace("__CLOCK_HEADER__", &literal(CLOCK_HEADER))
         .replace("__ORIGIN_HEADER__", &literal(ORIGIN_HEADER))

@@ -116,6 +116,7 @@ mod sandbox;
 mod scenario;
 mod server;
 mod values;
+mod zygote;
 
 #[cfg(test)]
 mod tests;
@@ -270,6 +271,8 @@ pub enum SimError {
     InvalidPlan(String),
     /// `--require-sandbox`, and these layers of the confinement do not hold: `(layer, why)`.
     Unconfined(Vec<(&'static str, String)>),
+    /// `CREDLINT_ZYGOTE=require`, and the zygote failed.
+    Zygote(String),
 }
 
 impl fmt::Display for SimError {
@@ -286,6 +289,7 @@ impl fmt::Display for SimError {
             SimError::TempDir(e) => write!(f, "cannot prepare the temporary folder: {e}"),
             SimError::Certificates(e) => write!(f, "cannot make the run's certificates: {e}"),
             SimError::InvalidPlan(e) => write!(f, "cannot simulate this plan: {e}"),
+            SimError::Zygote(why) => write!(f, "CREDLINT_ZYGOTE=require: {why}"),
             SimError::Unconfined(missing) => {
                 let list: Vec<String> = missing
                     .iter()
@@ -405,6 +409,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             &bundle.namespace,
             &ports,
             pod.then_some((hostname.as_str(), api.host())),
+            false,
         )
     };
     write_environment(false).map_err(temp_err)?;
@@ -449,7 +454,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         confine.with_pod_fs(Err("turned off for this simulation".into()));
     } else if confine.can_build_pod_fs() {
         let pod_env = incluster::child_env(&dir, api.host(), api.port(), true);
-        let tried = podfs::PodFs::plan(dir.path(), &interpreter.paths)
+        let tried = podfs::PodFs::plan(dir.path(), &interpreter.paths, None)
             .map_err(|e| format!("cannot plan it: {e}"))
             .and_then(|plan| {
                 confine.with_pod_fs(Ok(plan));
@@ -497,6 +502,58 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     } else {
         confine::note_missing(&confine.layers);
     }
+    // One interpreter per bundle, forking each run, where the runs' confinement allows it.
+    let mut zygote = None;
+    if confine.zygote_ready() && !zygote::disabled() {
+        let started = (|| {
+            let home = RunDir::create().map_err(|e| e.to_string())?;
+            let (uid, gid) = confine.pod_user();
+            home.hand_to(uid, gid).map_err(|e| e.to_string())?;
+            incluster::write_environment(
+                &home,
+                &ctx.token,
+                &pki.ca_pem,
+                &bundle.namespace,
+                &ports,
+                Some((hostname.as_str(), api.host())),
+                true,
+            )
+            .map_err(|e| e.to_string())?;
+            incluster::write_program(&home, &bundle.script, &bundle.plan_json)
+                .map_err(|e| e.to_string())?;
+            // The interpreter's paths, but the run folder it was asked in (its `-c` folder).
+            let paths: Vec<PathBuf> = interpreter
+                .paths
+                .iter()
+                .filter(|p| !p.starts_with(dir.path()))
+                .cloned()
+                .collect();
+            let plan = podfs::PodFs::plan(home.path(), &paths, Some(dir.path()))
+                .map_err(|e| format!("cannot plan its root: {e}"))?;
+            let mut own = confine.clone();
+            own.with_pod_fs(Ok(plan));
+            let mut config = confine.zygote_config();
+            config["landlock"] = confinement
+                .as_ref()
+                .and_then(|s| s.pod_rules_json())
+                .unwrap_or_default();
+            config["staging"] = podfs::STAGING_PATH.into();
+            config["logs"] = serde_json::json!([
+                [incluster::TERMINATION_LOG, incluster::TERMINATION_PATH],
+                [
+                    incluster::ACCESS_LOG,
+                    format!("{}/{}", podfs::HOOK_PATH, incluster::ACCESS_LOG)
+                ],
+            ]);
+            config["preload"] = zygote::preload(&bundle.script).into();
+            zygote::Zygote::start(&python, &home, &env, &own, &config).map(|z| (z, home))
+        })();
+        match started {
+            Ok(z) => zygote = Some(z),
+            Err(why) if zygote::required() => return Err(SimError::Zygote(why)),
+            Err(_) => {}
+        }
+    }
     let timeout_text = format!("{:.1} s", opts.timeout.as_secs_f64());
     let mut findings = Vec::new();
     let mut generated = Vec::new();
@@ -533,15 +590,32 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             write_environment(pod).map_err(temp_err)?;
             incluster::write_program(&dir, &bundle.script, &bundle.plan_json).map_err(temp_err)?;
             let confined = confinement.is_some();
-            let mut outcome = child::run(
-                &python,
-                &dir,
-                &env,
-                opts.timeout,
-                &confine,
-                &mut confinement,
-            )
-            .map_err(run_error)?;
+            let forked = zygote.as_mut().map(|(z, _)| z.run(opts.timeout));
+            let mut outcome = match forked {
+                Some(Ok((outcome, alive))) => {
+                    if !alive {
+                        zygote = None;
+                    }
+                    outcome
+                }
+                other => {
+                    if let Some(Err(why)) = other {
+                        if zygote::required() {
+                            return Err(SimError::Zygote(why));
+                        }
+                        zygote = None;
+                    }
+                    child::run(
+                        &python,
+                        &dir,
+                        &env,
+                        opts.timeout,
+                        &confine,
+                        &mut confinement,
+                    )
+                    .map_err(run_error)?
+                }
+            };
             if confined && confinement.is_none() {
                 // The kernel refused Landlock as this run started: the run went on without.
                 confine
@@ -597,6 +671,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         generated.extend(judge.generated);
     }
     findings.extend(values::predictable(&plan, &generated));
+    drop(zygote);
     drop(probes);
     drop(api);
     drop(dir);

@@ -33,6 +33,9 @@ pub const CREDENTIALS: &str = "credentials";
 pub const CREDENTIALS_PATH: &str = "/credentials";
 /// Where the startup hook and its access log are in the pod's root.
 pub const HOOK_PATH: &str = "/.site";
+/// Where a zygote's root shows the run folder of the run being started: the pod's empty,
+/// read-only `/tmp`, which each run's first process uncovers again before the program starts.
+pub const STAGING_PATH: &str = "/tmp";
 
 /// The system's folders an image has, bound read-only (or linked, where the host links them).
 const SYSTEM: &[&str] = &[
@@ -121,7 +124,11 @@ impl PodFs {
     /// The plan for the run folder `run` and the interpreter's folders and files (as it said
     /// when asked). The run folder's files are bound by name, so the plan holds for every run
     /// of the simulation (each run gets the folder afresh).
-    pub fn plan(run: &Path, interpreter: &[PathBuf]) -> io::Result<PodFs> {
+    ///
+    /// `staging`, for a zygote (`zygote.rs`): the run folder of each run, bound at
+    /// [`STAGING_PATH`], where each run's first process finds its logs to mount before it
+    /// detaches the folder.
+    pub fn plan(run: &Path, interpreter: &[PathBuf], staging: Option<&Path>) -> io::Result<PodFs> {
         let root = run.join(ROOT);
         let mut plan = Planner {
             root: root.clone(),
@@ -231,6 +238,9 @@ impl PodFs {
             device: false,
             keep: locked(run),
         });
+        if let Some(from) = staging {
+            plan.dir_from(from, Path::new(STAGING_PATH), true)?;
+        }
         Ok(PodFs {
             root: c(&root)?,
             steps: plan.steps,

@@ -278,6 +278,27 @@ impl Sandbox {
         Ok(())
     }
 
+    /// The ruleset of [`Sandbox::for_pod_root`] for a run's first process in a zygote to make
+    /// on itself (`zygote.py`): the attribute's three fields, the pod's paths with their
+    /// rights, the rights a file may have, and the ports it may connect to. None where the
+    /// program does not run in the pod's root.
+    pub fn pod_rules_json(&self) -> Option<serde_json::Value> {
+        let pod = self.pod.as_ref()?;
+        let attr = ruleset_attr(self.abi);
+        let paths: Vec<(String, u64)> = pod
+            .paths
+            .iter()
+            .map(|(p, r)| (p.to_string_lossy().into_owned(), *r))
+            .collect();
+        Some(serde_json::json!({
+            "attr": [attr.handled_access_fs, attr.handled_access_net, attr.scoped],
+            "paths": paths,
+            "file_rights": FS_FILE,
+            "ports": self.ports,
+            "connect": NET_CONNECT_TCP,
+        }))
+    }
+
     /// The program runs in the host's root after all (the pod's root failed its trial).
     pub fn for_host_root(&mut self) {
         self.pod = None;

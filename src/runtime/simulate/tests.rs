@@ -860,7 +860,8 @@ fn a_hanging_program_is_killed_in_time_and_leaves_nothing_behind() {
 /// Runs a Python check inside the in-cluster environment, optionally as `nobody`.
 fn run_in_cluster_env(check: &str, as_nobody: bool) -> (child::Exit, String) {
     let dir = incluster::RunDir::create().unwrap();
-    incluster::write_environment(&dir, "the-token", "not really a CA\n", NS, &[], None).unwrap();
+    incluster::write_environment(&dir, "the-token", "not really a CA\n", NS, &[], None, false)
+        .unwrap();
     incluster::write_program(&dir, check, "{}").unwrap();
     let mut confine = super::confine::Confine::new(Duration::from_secs(10));
     let python = if as_nobody {

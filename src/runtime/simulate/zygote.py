@@ -1,0 +1,242 @@
+
+
+# One interpreter per bundle (written by `credlint simulate`): this process was started as the
+# pod's command line, in the pod's root, and stays here, inside the import of this hook. It
+# loads the standard library the program uses once, then forks each run. A run's process makes
+# the run's namespaces, mounts and confinement for itself and returns from this import, and the
+# interpreter goes on to run /credentials/create.py as a fresh one would. Only credlint's code
+# and the standard library run here before a run's confinement is complete.
+def _zygote(install_audit, reset_clock):
+    import os
+
+    try:
+        _serve(install_audit, reset_clock)
+    except BaseException:
+        # Never out of this import but in a confined run: the program must not run here.
+        os._exit(121)
+
+
+def _serve(install_audit, reset_clock):
+    import ctypes
+    import json
+    import os
+    import resource
+    import signal
+    import socket
+    import stat
+    import struct
+    import sys
+
+    control = socket.socket(fileno=os.dup(0))
+    null = os.open("/dev/null", os.O_RDWR)
+    os.dup2(null, 0)
+    os.close(null)
+
+    def say(text):
+        control.sendall((text.replace("\n", " ")[:900] + "\n").encode("utf-8", "replace"))
+
+    line = b""
+    while not line.endswith(b"\n"):
+        more = control.recv(65536)
+        if not more:
+            os._exit(0)
+        line += more
+    config = json.loads(line)
+    libc = ctypes.CDLL(None, use_errno=True)
+    for name in ("mount", "umount2", "unshare", "prctl"):
+        getattr(libc, name).restype = ctypes.c_int
+    libc.syscall.restype = ctypes.c_long
+    for name in config["preload"]:
+        try:
+            __import__(name)
+        except Exception:
+            pass
+    import gc
+
+    # What is loaded now is kept out of every run's collections: a run that walked it would
+    # write to (and so copy) every page the zygote shares with it.
+    gc.freeze()
+    say("up")
+
+    def check(rc, what):
+        if rc < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+        return rc
+
+    def mount(source, target, kind, flags, data=None):
+        check(
+            libc.mount(
+                None if source is None else source.encode(),
+                target.encode(),
+                None if kind is None else kind.encode(),
+                ctypes.c_ulong(flags),
+                None if data is None else data.encode(),
+            ),
+            "mount " + target,
+        )
+
+    def word(value):
+        # Every argument a full register wide: prctl and syscall are variadic.
+        return ctypes.c_long(value) if isinstance(value, int) else value
+
+    def prctl(*args):
+        # The arguments prctl does not use must be zero.
+        args = tuple(args) + (0,) * (5 - len(args))
+        return check(libc.prctl(*[word(a) for a in args]), "prctl %d" % args[0])
+
+    def call(name, *args):
+        return check(libc.syscall(word(config["syscalls"][name]), *[word(a) for a in args]), name)
+
+    def landlock(rules):
+        attr = ctypes.create_string_buffer(struct.pack("=QQQ", *rules["attr"]))
+        ruleset = call("landlock_create_ruleset", attr, 24, 0)
+        for path, rights in rules["paths"]:
+            try:
+                target = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(os.fstat(target).st_mode):
+                rights &= rules["file_rights"]
+            rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, target))
+            call("landlock_add_rule", ruleset, 1, rule, 0)
+            os.close(target)
+        if rules["attr"][1]:
+            for port in rules["ports"]:
+                rule = ctypes.create_string_buffer(struct.pack("=QQ", rules["connect"], port))
+                call("landlock_add_rule", ruleset, 2, rule, 0)
+        call("landlock_restrict_self", ruleset, 0)
+        os.close(ruleset)
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    def seccomp(program):
+        code = bytes.fromhex(program)
+        buffer = ctypes.create_string_buffer(code, len(code))
+        prog = Fprog(len(code) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+        call("seccomp", 1, 0, ctypes.byref(prog))
+
+    def confine(fds):
+        # The run's first process: its own /proc, shared memory, termination log and access log.
+        out, err = fds
+        mount("proc", "/proc", "proc", 2 | 4 | 8)
+        mount("tmpfs", "/dev/shm", "tmpfs", 2 | 4 | 8, "mode=1777,size=64m")
+        for name, at in config["logs"]:
+            mount(config["staging"] + "/" + name, at, None, 4096)
+            mount(None, at, None, 4096 | 32 | 2 | 4)
+        # The run folder goes from this namespace: the program never sees it.
+        check(libc.umount2(config["staging"].encode(), 2), "umount " + config["staging"])
+        for fd, to in ((out, 1), (err, 2)):
+            os.dup2(fd, to)
+        for limit, value in config["rlimits"]:
+            resource.setrlimit(limit, (value, value))
+        for cap in range(64):
+            # EINVAL past the last capability this kernel knows.
+            libc.prctl(word(24), word(cap), word(0), word(0), word(0))
+        uid, gid = config["user"]
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+        if config["user_namespace"]:
+            check(libc.unshare(0x10000000), "unshare user")
+            # Not dumpable since it changed its user, so /proc/self is root's: dumpable while
+            # it writes its maps.
+            dumpable = libc.prctl(word(3), word(0), word(0), word(0), word(0))
+            prctl(4, 1)
+            for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1\n" % (uid, uid)), ("gid_map", "%d %d 1\n" % (gid, gid))):
+                fd = os.open("/proc/self/" + name, os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    if os.write(fd, text.encode()) != len(text):
+                        raise OSError("short write to /proc/self/" + name)
+                finally:
+                    os.close(fd)
+            if dumpable >= 0:
+                prctl(4, dumpable)
+        prctl(47, 4)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+        header = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0))
+        data = ctypes.create_string_buffer(24)
+        call("capset", header, data)
+        prctl(38, 1)  # no_new_privs
+        if config["landlock"] is not None:
+            landlock(config["landlock"])
+        for program in config["seccomp"]:
+            seccomp(program)
+
+    def run(fds):
+        # The waiter: in the run's new namespaces, it starts the run's first process and ends
+        # as that process ends (the kernel then kills everything else in its PID namespace).
+        os.setsid()
+        check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000 | 0x04000000), "unshare")
+        prctl(1, 9)  # killed with the zygote
+        first = os.fork()
+        if first == 0:
+            prctl(1, 9)  # killed with the waiter
+            try:
+                confine(fds)
+                say("ready")
+            except BaseException as e:
+                try:
+                    say("fail " + str(e))
+                finally:
+                    os._exit(125)
+            os.closerange(3, 1 << 20)
+            return
+        os.closerange(3, 1 << 20)
+        while True:
+            try:
+                _, status = os.waitpid(first, 0)
+                break
+            except InterruptedError:
+                continue
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+            os._exit(128 + sig)
+        os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 127)
+
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 16, 8)
+        except OSError:
+            os._exit(0)
+        if not message:
+            os._exit(0)
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            say("fail the run's descriptors did not arrive")
+            continue
+        waiter = os.fork()
+        if waiter == 0:
+            try:
+                run(fds)
+            except BaseException as e:
+                try:
+                    say("fail " + str(e))
+                finally:
+                    os._exit(125)
+            # The run's first process, confined: the program runs from here.
+            control.detach()
+            for name in [n for n in sys.modules if n == "ctypes" or n.startswith("ctypes.") or n == "_ctypes"]:
+                del sys.modules[name]
+            reset_clock()
+            install_audit()
+            return
+        for fd in fds:
+            os.close(fd)
+        while True:
+            try:
+                _, status = os.waitpid(waiter, 0)
+                break
+            except InterruptedError:
+                continue
+        say("exit %d" % status)
+
+
+_zygote(lambda: _install_audit(_os, _sys, __RUN__, __PORTS__, __LOG__), _clock_reset)
+del _zygote, _serve, _install_audit, _clock_reset
+if _os.getuid() == 0:
+    # Only a run's first process, the pod's user, gets here: never run the program as root.
+    _os._exit(121)

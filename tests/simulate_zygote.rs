@@ -1,0 +1,228 @@
+//! As root, `simulate` forks a bundle's runs from one interpreter (the zygote, docs/simulate.md)
+//! instead of starting a fresh one for each: every report must be byte for byte the one fresh
+//! interpreters give (`CREDLINT_ZYGOTE=0`), for the clean renderings, both reference programs
+//! and every deliberately broken program, and nothing a run does to its interpreter reaches
+//! the next. tests/sandbox.rs and tests/hostile.rs hold each hostile program to both paths.
+//! Needs python3 and root; `.ci/run` has both.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Output;
+
+fn root_and_python_or_skip() -> bool {
+    let python = std::process::Command::new("python3")
+        .args(["-c", "pass"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !python {
+        skip_unless_required(
+            "CREDLINT_REQUIRE_PYTHON",
+            "python3 is not installed (simulate runs the programs with it)",
+        );
+        return false;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED the zygote is used only where credlint is root");
+        return false;
+    }
+    true
+}
+
+/// `simulate --no-cache --format json --timeout seconds` of `path` with `CREDLINT_ZYGOTE=mode`.
+fn simulate(path: &Path, mode: &str, seconds: &str) -> Output {
+    command()
+        .env("CREDLINT_ZYGOTE", mode)
+        .args([
+            "simulate",
+            "--no-cache",
+            "--format",
+            "json",
+            "--timeout",
+            seconds,
+        ])
+        .arg(path)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Both paths on `path`: the same exit and the same bytes; the report, parsed.
+fn same_either_way(path: &Path) -> serde_json::Value {
+    same_either_way_within(path, "20")
+}
+
+/// [`same_either_way`] with `--timeout seconds`.
+fn same_either_way_within(path: &Path, seconds: &str) -> serde_json::Value {
+    let forked = simulate(path, "require", seconds);
+    let fresh = simulate(path, "0", seconds);
+    assert_eq!(
+        (forked.status.code(), stdout(&forked)),
+        (fresh.status.code(), stdout(&fresh)),
+        "{}\n{}",
+        stderr(&forked),
+        stderr(&fresh)
+    );
+    json(&forked)
+}
+
+#[test]
+fn the_clean_renderings_and_both_reference_programs_give_the_same_report() {
+    if !root_and_python_or_skip() {
+        return;
+    }
+    let report = same_either_way(&root().join("fixtures/clean"));
+    assert_eq!(report["findings"], serde_json::json!([]), "{report}");
+    let dir = temp_dir("zygote-alt");
+    let alt = std::fs::read_to_string(root().join("fixtures/runtime/create-alt.py")).unwrap();
+    for kind in ["cache", "broker", "bucket", "component"] {
+        let spec =
+            credlint::testkit::render::Spec::example("shop", &format!("alt-{kind}"), kind, &alt);
+        std::fs::write(dir.join(format!("{kind}.yaml")), spec.render()).unwrap();
+    }
+    let report = same_either_way(&dir);
+    assert_eq!(report["summary"]["bundles"], 4, "{report}");
+    assert_eq!(report["findings"], serde_json::json!([]), "{report}");
+}
+
+/// Every broken program of fixtures/runtime/broken, each a cache bundle of its own (a cache
+/// goes through every scenario), in one tree: the same findings, byte for byte, either way.
+#[test]
+fn every_broken_program_is_caught_the_same_way() {
+    if !root_and_python_or_skip() {
+        return;
+    }
+    let dir = temp_dir("zygote-broken");
+    let mut count = 0;
+    let mut names: Vec<_> = std::fs::read_dir(root().join("fixtures/runtime/broken"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    // The program that hangs, once per scenario for the whole timeout, has a test of its own.
+    names.retain(|p| !p.ends_with("hangs.py"));
+    for (i, path) in names.iter().enumerate() {
+        let script = std::fs::read_to_string(path).unwrap();
+        let spec =
+            credlint::testkit::render::Spec::example("shop", &format!("b{i}"), "cache", &script);
+        std::fs::write(dir.join(format!("b{i}.yaml")), spec.render()).unwrap();
+        count += 1;
+    }
+    let report = same_either_way(&dir);
+    assert_eq!(report["summary"]["bundles"], count, "{report}");
+    let flagged: std::collections::BTreeSet<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["bundle"].as_str())
+        .collect();
+    // Each broken program is caught (its own rules are held in the unit tests).
+    assert_eq!(flagged.len(), count, "{report}");
+}
+
+/// A run that changes its interpreter (a module's attribute, a builtin, the environment, the
+/// random generator's state, a cached import) leaves nothing for the next: each run is forked
+/// from the zygote as it was before any run, as each fresh interpreter starts from nothing. A
+/// program that misbehaves until it finds its own mark gets the verdict of the program that
+/// always does.
+#[test]
+fn nothing_a_run_does_to_its_interpreter_reaches_the_next() {
+    if !root_and_python_or_skip() {
+        return;
+    }
+    let fixtures = root().join("fixtures/runtime");
+    let correct = std::fs::read_to_string(fixtures.join("create.py")).unwrap();
+    let faulty = std::fs::read_to_string(fixtures.join("broken/overwrite-value.py")).unwrap();
+    let marked = format!(
+        "import builtins, json, os, random, sys\n\
+         seen = (getattr(json, '_seen', False) or hasattr(builtins, '_seen')\n\
+         \x20       or os.environ.get('SEEN') == '1' or 'seen_module' in sys.modules\n\
+         \x20       or getattr(sys, '_seen', False))\n\
+         json._seen = True\n\
+         builtins._seen = True\n\
+         sys._seen = True\n\
+         os.environ['SEEN'] = '1'\n\
+         sys.modules['seen_module'] = json\n\
+         source = {correct:?} if seen else {faulty:?}\n\
+         exec(compile(source, __file__, 'exec'), {{'__name__': '__main__', '__file__': __file__}})\n"
+    );
+    let always = temp_dir("zygote-state-always");
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &faulty);
+    std::fs::write(always.join("bundle.yaml"), spec.render()).unwrap();
+    let marks = temp_dir("zygote-state-marked");
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &marked);
+    std::fs::write(marks.join("bundle.yaml"), spec.render()).unwrap();
+    let rules = |report: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let baseline = json(&simulate(&always, "require", "20"));
+    assert!(
+        rules(&baseline).contains("runtime-value-rewritten"),
+        "{baseline}"
+    );
+    let forked = json(&simulate(&marks, "require", "20"));
+    assert_eq!(rules(&forked), rules(&baseline), "{forked}");
+}
+
+/// What the zygote keeps to itself is not the program's: the folder its runs' logs come from,
+/// the foreign-function module it confines them with, its own code in the hook's module, its
+/// own process (the program is process 1 of a namespace of its own, and its parent is outside
+/// it) and its command line (the program's is the pod's). Nothing here reads a file the
+/// audit hook would report.
+#[test]
+fn the_program_sees_nothing_of_the_zygote() {
+    if !root_and_python_or_skip() {
+        return;
+    }
+    let dir = temp_dir("zygote-unseen");
+    let probe = "import os as _o, sys as _s, sitecustomize as _sc\n\
+        _seen = []\n\
+        if any(_o.path.exists('/tmp/' + n) for n in ('credentials', 'site', 'termination-log')):\n\
+        \x20   _seen.append('the run folders')\n\
+        if any(n == 'ctypes' or n.startswith('ctypes.') for n in _s.modules):\n\
+        \x20   _seen.append('ctypes')\n\
+        if any(hasattr(_sc, n) for n in ('_zygote', '_serve', '_install_audit', '_clock_reset')):\n\
+        \x20   _seen.append('the zygote code')\n\
+        if _o.getpid() != 1 or _o.getppid() != 0:\n\
+        \x20   _seen.append('pid %d parent %d' % (_o.getpid(), _o.getppid()))\n\
+        if _s.orig_argv[1:] != ['/credentials/create.py', '/credentials/plan.json']:\n\
+        \x20   _seen.append('the command line')\n\
+        if _seen:\n\
+        \x20   raise SystemExit('ESCAPED saw ' + ', '.join(_seen))\n";
+    let script = format!(
+        "{probe}\n{}",
+        std::fs::read_to_string(root().join("fixtures/runtime/create.py")).unwrap()
+    );
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+    std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+    let report = same_either_way(&dir);
+    assert_eq!(report["findings"], serde_json::json!([]), "{report}");
+}
+
+/// A program that hangs is killed at the timeout with its zygote (every process of the run is
+/// in the zygote's PID namespace); the scenario stops there, the next one starts on a fresh
+/// interpreter, and the report is the one fresh interpreters give.
+#[test]
+fn a_run_that_hangs_is_killed_with_its_zygote_and_the_rest_goes_on() {
+    if !root_and_python_or_skip() {
+        return;
+    }
+    let dir = temp_dir("zygote-hangs");
+    let script = std::fs::read_to_string(root().join("fixtures/runtime/broken/hangs.py")).unwrap();
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+    std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+    let report = same_either_way_within(&dir, "1");
+    let timed_out = report["findings"].as_array().unwrap().iter().any(|f| {
+        f["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("was killed")
+    });
+    assert!(timed_out, "{report}");
+}
