@@ -1348,24 +1348,14 @@ fn simulate_with_prefix_env(
             env,
         )
     };
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let run = if root && !env.iter().any(|(k, _)| *k == "CREDLINT_ZYGOTE") {
-        // As root: the runs forked from one interpreter (a zygote that fails is an error) and
-        // fresh interpreters, held to the same report.
-        let with = |mode| simulate(&[env, &[("CREDLINT_ZYGOTE", mode)]].concat());
-        let (forked, fresh) = (with("require"), with("0"));
-        assert_eq!(
-            (forked.code, &forked.stdout),
-            (fresh.code, &fresh.stdout),
-            "the zygote's runs and fresh interpreters disagree\n{}\n{}",
-            forked.stderr,
-            fresh.stderr
-        );
-        forked
-    } else {
-        simulate(env)
-    };
+    // As root, both ways: the runs forked from one interpreter and fresh ones.
+    let run = common::zygote_and_fresh(env, simulate, |r| {
+        (
+            r.code,
+            String::from_utf8_lossy(&r.stdout).into_owned(),
+            r.stderr.clone(),
+        )
+    });
     let found = report(&run)["findings"]
         .as_array()
         .unwrap()

@@ -82,32 +82,15 @@ fn simulate(dir: &Path, extra: &[&str], inherit: Option<&Path>) -> Run {
     simulate_env(dir, extra, inherit, &[])
 }
 
-/// [`simulate`] with `env` added to credlint's environment. As root, where the test does not
-/// choose, the bundle is simulated twice: its runs forked from one interpreter
-/// (`CREDLINT_ZYGOTE=require`: a zygote that fails is an error, never a quiet fallback) and
-/// each in a fresh interpreter (`CREDLINT_ZYGOTE=0`); the two reports must be the same, so every
-/// hostile program here holds both paths to the same confinement.
+/// [`simulate`] with `env` added to credlint's environment; as root, both ways
+/// ([`common::zygote_and_fresh`]), so every hostile program here holds both paths to the same
+/// confinement.
 fn simulate_env(dir: &Path, extra: &[&str], inherit: Option<&Path>, env: &[(&str, &str)]) -> Run {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root || env.iter().any(|(k, _)| *k == "CREDLINT_ZYGOTE") {
-        return simulate_once(dir, extra, inherit, env);
-    }
-    let with = |mode: &'static str| {
-        let mut all = env.to_vec();
-        all.push(("CREDLINT_ZYGOTE", mode));
-        simulate_once(dir, extra, inherit, &all)
-    };
-    let forked = with("require");
-    let fresh = with("0");
-    assert_eq!(
-        (forked.code, &forked.stdout),
-        (fresh.code, &fresh.stdout),
-        "the zygote's runs and fresh interpreters disagree\n{}\n{}",
-        forked.stderr,
-        fresh.stderr
-    );
-    forked
+    common::zygote_and_fresh(
+        env,
+        |env| simulate_once(dir, extra, inherit, env),
+        |r| (r.code, r.stdout.clone(), r.stderr.clone()),
+    )
 }
 
 fn simulate_once(dir: &Path, extra: &[&str], inherit: Option<&Path>, env: &[(&str, &str)]) -> Run {

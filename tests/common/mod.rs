@@ -101,3 +101,30 @@ pub fn skip_unless_required(required: &str, reason: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "\nSKIPPED: {reason}\n");
 }
+
+/// Runs a simulation (`run`, given `env` and one more variable) both ways where credlint is
+/// root and `env` does not choose: the runs forked from one interpreter
+/// (`CREDLINT_ZYGOTE=require`: a zygote that fails is an error, never a quiet fallback) and a
+/// fresh interpreter per run (`CREDLINT_ZYGOTE=0`). `said` gives a run's exit code, report and
+/// standard error; the two reports must be the same. The forked run is returned.
+pub fn zygote_and_fresh<R>(
+    env: &[(&str, &str)],
+    run: impl Fn(&[(&str, &str)]) -> R,
+    said: impl Fn(&R) -> (Option<i32>, String, String),
+) -> R {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || env.iter().any(|(k, _)| *k == "CREDLINT_ZYGOTE") {
+        return run(env);
+    }
+    let with = |mode| run(&[env, &[("CREDLINT_ZYGOTE", mode)]].concat());
+    let (forked, fresh) = (with("require"), with("0"));
+    let ((code, report, err), (fresh_code, fresh_report, fresh_err)) =
+        (said(&forked), said(&fresh));
+    assert_eq!(
+        (code, report),
+        (fresh_code, fresh_report),
+        "the zygote's runs and fresh interpreters disagree\n{err}\n{fresh_err}"
+    );
+    forked
+}

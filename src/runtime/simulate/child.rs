@@ -478,7 +478,7 @@ pub fn resolve_python(
 
 /// `python create.py plan.json`, the pod's command line where the program runs in the pod's
 /// root (`/credentials/...`), else on the run folder's files, with `env` alone and no input.
-fn program_command(
+pub(super) fn program_command(
     python: &Path,
     dir: &RunDir,
     env: &[(String, String)],

@@ -148,6 +148,53 @@ fn errno() -> i32 {
         .unwrap_or(libc::EPERM)
 }
 
+/// The result of a C library call that returns -1 and sets `errno` on failure.
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// What every child starts with: a session of its own, every descriptor above 2 marked
+/// close-on-exec (not closed: std's own pipe that reports a failed exec must stay until the
+/// exec), and `limits` (those at infinity left as they are).
+///
+/// # Safety
+/// Only in a child between `fork` and `exec`: system calls only, nothing that allocates.
+unsafe fn start_child(limits: &[(libc::__rlimit_resource_t, u64)]) -> io::Result<()> {
+    // SAFETY: plain integers, and a local rlimit that lives for its call.
+    unsafe {
+        check(libc::setsid())?;
+        check(libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        ) as libc::c_int)
+        .or_else(|_| {
+            // Before Linux 5.11: one by one, up to the descriptor limit.
+            let max = libc::sysconf(libc::_SC_OPEN_MAX).clamp(3, 1 << 20) as libc::c_int;
+            for fd in 3..max {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+            Ok::<(), io::Error>(())
+        })?;
+        for &(resource, value) in limits {
+            if value == libc::RLIM_INFINITY {
+                continue;
+            }
+            let limit = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            check(libc::setrlimit(resource, &limit))?;
+        }
+    }
+    Ok(())
+}
+
 /// `unshare(2)`.
 ///
 /// # Safety
@@ -642,33 +689,10 @@ impl Confine {
         let net = self.net.as_ref().map(|n| n.raw());
         let pod_fs = self.pod_fs.clone();
         move || {
-            let check = |rc: libc::c_int| {
-                if rc < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(())
-                }
-            };
             // SAFETY: as in `in_child`: plain integers or pointers to locals that live for the
             // call, nothing that allocates or locks.
             unsafe {
-                check(libc::setsid())?;
-                check(libc::syscall(
-                    libc::SYS_close_range,
-                    3u32,
-                    u32::MAX,
-                    libc::CLOSE_RANGE_CLOEXEC,
-                ) as libc::c_int)?;
-                for (resource, value) in limits {
-                    if value == libc::RLIM_INFINITY {
-                        continue;
-                    }
-                    let limit = libc::rlimit {
-                        rlim_cur: value,
-                        rlim_max: value,
-                    };
-                    check(libc::setrlimit(resource, &limit))?;
-                }
+                start_child(&limits)?;
                 unshare(namespaces).map_err(io::Error::from_raw_os_error)?;
                 if namespaces & libc::CLONE_NEWUTS != 0 {
                     libc::sethostname(hostname.as_ptr().cast(), hostname.len());
@@ -761,43 +785,10 @@ impl Confine {
             }
         };
         move || {
-            let check = |rc: libc::c_int| {
-                if rc < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(())
-                }
-            };
             // SAFETY: each call below takes plain integers or pointers to locals that live for
             // the call; none allocates or takes a lock, as a child between fork and exec must.
             unsafe {
-                check(libc::setsid())?;
-                // Marked, not closed: std's own pipe that reports a failed exec must stay
-                // until the exec.
-                check(libc::syscall(
-                    libc::SYS_close_range,
-                    3u32,
-                    u32::MAX,
-                    libc::CLOSE_RANGE_CLOEXEC,
-                ) as libc::c_int)
-                .or_else(|_| {
-                    // Before Linux 5.11: one by one, up to the descriptor limit.
-                    let max = libc::sysconf(libc::_SC_OPEN_MAX).clamp(3, 1 << 20) as libc::c_int;
-                    for fd in 3..max {
-                        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-                    }
-                    Ok::<(), io::Error>(())
-                })?;
-                for (resource, value) in limits {
-                    if value == libc::RLIM_INFINITY {
-                        continue;
-                    }
-                    let limit = libc::rlimit {
-                        rlim_cur: value,
-                        rlim_max: value,
-                    };
-                    check(libc::setrlimit(resource, &limit))?;
-                }
+                start_child(&limits)?;
                 if root {
                     for cap in 0..64 {
                         // EINVAL past the last capability this kernel knows.

@@ -28,7 +28,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -141,14 +141,9 @@ impl Zygote {
         config: &serde_json::Value,
     ) -> Result<Zygote, String> {
         let (ours, theirs) = UnixStream::pair().map_err(|e| e.to_string())?;
-        let files = Path::new(super::podfs::CREDENTIALS_PATH);
-        let mut command = Command::new(python);
+        // The pod's command line: `confine` runs it in the pod's root.
+        let mut command = child::program_command(python, home, env, confine);
         command
-            .arg(files.join("create.py"))
-            .arg(files.join("plan.json"))
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .current_dir(home.join("work"))
             .stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
