@@ -30,6 +30,13 @@ fn root_and_python_or_skip() -> bool {
     true
 }
 
+/// Writes `dir/file` with the bundle of `owner` (in namespace `shop`) of `kind`, whose program
+/// is `script`.
+fn write_bundle(dir: &Path, file: &str, owner: &str, kind: &str, script: &str) {
+    let spec = credlint::testkit::render::Spec::example("shop", owner, kind, script);
+    std::fs::write(dir.join(file), spec.render()).unwrap();
+}
+
 /// `simulate --no-cache --format json --timeout seconds` of `path` with `CREDLINT_ZYGOTE=mode`.
 fn simulate(path: &Path, mode: &str, seconds: &str) -> Output {
     command()
@@ -76,9 +83,13 @@ fn the_clean_renderings_and_both_reference_programs_give_the_same_report() {
     let dir = temp_dir("zygote-alt");
     let alt = std::fs::read_to_string(root().join("fixtures/runtime/create-alt.py")).unwrap();
     for kind in ["cache", "broker", "bucket", "component"] {
-        let spec =
-            credlint::testkit::render::Spec::example("shop", &format!("alt-{kind}"), kind, &alt);
-        std::fs::write(dir.join(format!("{kind}.yaml")), spec.render()).unwrap();
+        write_bundle(
+            &dir,
+            &format!("{kind}.yaml"),
+            &format!("alt-{kind}"),
+            kind,
+            &alt,
+        );
     }
     let report = same_either_way(&dir);
     assert_eq!(report["summary"]["bundles"], 4, "{report}");
@@ -104,9 +115,13 @@ fn every_broken_program_is_caught_the_same_way() {
     names.retain(|p| !p.ends_with("hangs.py"));
     for (i, path) in names.iter().enumerate() {
         let script = std::fs::read_to_string(path).unwrap();
-        let spec =
-            credlint::testkit::render::Spec::example("shop", &format!("b{i}"), "cache", &script);
-        std::fs::write(dir.join(format!("b{i}.yaml")), spec.render()).unwrap();
+        write_bundle(
+            &dir,
+            &format!("b{i}.yaml"),
+            &format!("b{i}"),
+            "cache",
+            &script,
+        );
         count += 1;
     }
     let report = same_either_way(&dir);
@@ -148,11 +163,9 @@ fn nothing_a_run_does_to_its_interpreter_reaches_the_next() {
          exec(compile(source, __file__, 'exec'), {{'__name__': '__main__', '__file__': __file__}})\n"
     );
     let always = temp_dir("zygote-state-always");
-    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &faulty);
-    std::fs::write(always.join("bundle.yaml"), spec.render()).unwrap();
+    write_bundle(&always, "bundle.yaml", "shop-db", "component", &faulty);
     let marks = temp_dir("zygote-state-marked");
-    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &marked);
-    std::fs::write(marks.join("bundle.yaml"), spec.render()).unwrap();
+    write_bundle(&marks, "bundle.yaml", "shop-db", "component", &marked);
     let rules = |report: &serde_json::Value| -> std::collections::BTreeSet<String> {
         report["findings"]
             .as_array()
@@ -199,8 +212,7 @@ fn the_program_sees_nothing_of_the_zygote() {
         "{probe}\n{}",
         std::fs::read_to_string(root().join("fixtures/runtime/create.py")).unwrap()
     );
-    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
-    std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+    write_bundle(&dir, "bundle.yaml", "shop-db", "component", &script);
     let report = same_either_way(&dir);
     assert_eq!(report["findings"], serde_json::json!([]), "{report}");
 }
@@ -215,8 +227,7 @@ fn a_run_that_hangs_is_killed_with_its_zygote_and_the_rest_goes_on() {
     }
     let dir = temp_dir("zygote-hangs");
     let script = std::fs::read_to_string(root().join("fixtures/runtime/broken/hangs.py")).unwrap();
-    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
-    std::fs::write(dir.join("bundle.yaml"), spec.render()).unwrap();
+    write_bundle(&dir, "bundle.yaml", "shop-db", "component", &script);
     let report = same_either_way_within(&dir, "1");
     let timed_out = report["findings"].as_array().unwrap().iter().any(|f| {
         f["message"]

@@ -521,14 +521,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             .map_err(|e| e.to_string())?;
             incluster::write_program(&home, &bundle.script, &bundle.plan_json)
                 .map_err(|e| e.to_string())?;
-            // The interpreter's paths, but the run folder it was asked in (its `-c` folder).
-            let paths: Vec<PathBuf> = interpreter
-                .paths
-                .iter()
-                .filter(|p| !p.starts_with(dir.path()))
-                .cloned()
-                .collect();
-            let plan = podfs::PodFs::plan(home.path(), &paths, Some(dir.path()))
+            let plan = podfs::PodFs::plan(home.path(), &interpreter.paths, Some(dir.path()))
                 .map_err(|e| format!("cannot plan its root: {e}"))?;
             let mut own = confine.clone();
             own.with_pod_fs(Ok(plan));

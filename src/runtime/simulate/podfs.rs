@@ -153,7 +153,14 @@ impl PodFs {
         }
         let mut extra: Vec<&PathBuf> = interpreter
             .iter()
-            .filter(|p| p.is_absolute() && p.parent().is_some() && !p.starts_with(run))
+            // Nothing of the run folder, nor of the staged one (the interpreter was asked in a
+            // run folder: its `-c` folder is among its paths).
+            .filter(|p| {
+                p.is_absolute()
+                    && p.parent().is_some()
+                    && !p.starts_with(run)
+                    && staging.is_none_or(|s| !p.starts_with(s))
+            })
             .collect();
         extra.sort();
         for path in &extra {

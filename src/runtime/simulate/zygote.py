@@ -17,6 +17,12 @@ def _zygote(install_audit, reset_clock):
 
 
 def _serve(install_audit, reset_clock):
+    # <sys/mount.h>, <sched.h> and <linux/prctl.h>, the same on every Linux architecture.
+    MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MNT_DETACH = 2, 4, 8, 32, 4096, 2
+    CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+    CLONE_NEWUSER, CLONE_NEWPID = 0x10000000, 0x20000000
+    PR_SET_PDEATHSIG, PR_GET_DUMPABLE, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 3, 4, 24
+    PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
     import ctypes
     import json
     import os
@@ -120,30 +126,30 @@ def _serve(install_audit, reset_clock):
     def confine(fds):
         # The run's first process: its own /proc, shared memory, termination log and access log.
         out, err = fds
-        mount("proc", "/proc", "proc", 2 | 4 | 8)
-        mount("tmpfs", "/dev/shm", "tmpfs", 2 | 4 | 8, "mode=1777,size=64m")
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m")
         for name, at in config["logs"]:
-            mount(config["staging"] + "/" + name, at, None, 4096)
-            mount(None, at, None, 4096 | 32 | 2 | 4)
+            mount(config["staging"] + "/" + name, at, None, MS_BIND)
+            mount(None, at, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
         # The run folder goes from this namespace: the program never sees it.
-        check(libc.umount2(config["staging"].encode(), 2), "umount " + config["staging"])
+        check(libc.umount2(config["staging"].encode(), MNT_DETACH), "umount " + config["staging"])
         for fd, to in ((out, 1), (err, 2)):
             os.dup2(fd, to)
         for limit, value in config["rlimits"]:
             resource.setrlimit(limit, (value, value))
         for cap in range(64):
             # EINVAL past the last capability this kernel knows.
-            libc.prctl(word(24), word(cap), word(0), word(0), word(0))
+            libc.prctl(word(PR_CAPBSET_DROP), word(cap), word(0), word(0), word(0))
         uid, gid = config["user"]
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
         if config["user_namespace"]:
-            check(libc.unshare(0x10000000), "unshare user")
+            check(libc.unshare(CLONE_NEWUSER), "unshare user")
             # Not dumpable since it changed its user, so /proc/self is root's: dumpable while
             # it writes its maps.
-            dumpable = libc.prctl(word(3), word(0), word(0), word(0), word(0))
-            prctl(4, 1)
+            dumpable = libc.prctl(word(PR_GET_DUMPABLE), word(0), word(0), word(0), word(0))
+            prctl(PR_SET_DUMPABLE, 1)
             for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1\n" % (uid, uid)), ("gid_map", "%d %d 1\n" % (gid, gid))):
                 fd = os.open("/proc/self/" + name, os.O_WRONLY | os.O_CLOEXEC)
                 try:
@@ -152,12 +158,12 @@ def _serve(install_audit, reset_clock):
                 finally:
                     os.close(fd)
             if dumpable >= 0:
-                prctl(4, dumpable)
-        prctl(47, 4)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+                prctl(PR_SET_DUMPABLE, dumpable)
+        prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
         header = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0))
         data = ctypes.create_string_buffer(24)
         call("capset", header, data)
-        prctl(38, 1)  # no_new_privs
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
         if config["landlock"] is not None:
             landlock(config["landlock"])
         for program in config["seccomp"]:
@@ -167,11 +173,11 @@ def _serve(install_audit, reset_clock):
         # The waiter: in the run's new namespaces, it starts the run's first process and ends
         # as that process ends (the kernel then kills everything else in its PID namespace).
         os.setsid()
-        check(libc.unshare(0x00020000 | 0x20000000 | 0x08000000 | 0x04000000), "unshare")
-        prctl(1, 9)  # killed with the zygote
+        check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # killed with the zygote
         first = os.fork()
         if first == 0:
-            prctl(1, 9)  # killed with the waiter
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # killed with the waiter
             try:
                 confine(fds)
                 say("ready")
@@ -183,18 +189,13 @@ def _serve(install_audit, reset_clock):
             os.closerange(3, 1 << 20)
             return
         os.closerange(3, 1 << 20)
-        while True:
-            try:
-                _, status = os.waitpid(first, 0)
-                break
-            except InterruptedError:
-                continue
+        _, status = os.waitpid(first, 0)
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
             os._exit(128 + sig)
-        os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 127)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 127)
 
     while True:
         try:
@@ -226,12 +227,7 @@ def _serve(install_audit, reset_clock):
             return
         for fd in fds:
             os.close(fd)
-        while True:
-            try:
-                _, status = os.waitpid(waiter, 0)
-                break
-            except InterruptedError:
-                continue
+        _, status = os.waitpid(waiter, 0)
         say("exit %d" % status)
 
 

@@ -37,8 +37,9 @@ use super::child::{self, Exit, Guard, Outcome};
 use super::confine::Confine;
 use super::incluster::RunDir;
 
-/// The environment variable that turns the zygote off (`CREDLINT_ZYGOTE=0`).
-pub const DISABLE_VAR: &str = "CREDLINT_ZYGOTE";
+/// The environment variable that turns the zygote off (`CREDLINT_ZYGOTE=0`) or makes its
+/// failure an error (`=require`).
+pub const MODE_VAR: &str = "CREDLINT_ZYGOTE";
 
 /// The standard-library modules a zygote loads ahead when the program names them: modules
 /// without effects beyond their own definitions, since they load as root of the bundle's
@@ -110,13 +111,13 @@ pub fn preload(script: &str) -> Vec<String> {
 
 /// Whether `CREDLINT_ZYGOTE=0` turned the zygote off.
 pub fn disabled() -> bool {
-    std::env::var_os(DISABLE_VAR).is_some_and(|v| v == "0")
+    std::env::var_os(MODE_VAR).is_some_and(|v| v == "0")
 }
 
 /// Whether `CREDLINT_ZYGOTE=require` makes a zygote that fails an error (for the tests that
 /// hold the zygote's runs to a fresh interpreter's).
 pub fn required() -> bool {
-    std::env::var_os(DISABLE_VAR).is_some_and(|v| v == "require")
+    std::env::var_os(MODE_VAR).is_some_and(|v| v == "require")
 }
 
 /// A bundle's zygote, running and waiting for runs.
