@@ -200,7 +200,7 @@ fn the_program_sees_nothing_of_the_zygote() {
         \x20   _seen.append('the run folders')\n\
         if any(n == 'ctypes' or n.startswith('ctypes.') for n in _s.modules):\n\
         \x20   _seen.append('ctypes')\n\
-        if any(hasattr(_sc, n) for n in ('_zygote', '_serve', '_install_audit', '_clock_reset')):\n\
+        if any(hasattr(_sc, n) for n in ('_zygote', '_serve', '_install_audit', '_clock_reset', '_run_main', '_main_code')):\n\
         \x20   _seen.append('the zygote code')\n\
         if _o.getpid() != 1 or _o.getppid() != 0:\n\
         \x20   _seen.append('pid %d parent %d' % (_o.getpid(), _o.getppid()))\n\
@@ -236,4 +236,88 @@ fn a_run_that_hangs_is_killed_with_its_zygote_and_the_rest_goes_on() {
             .contains("was killed")
     });
     assert!(timed_out, "{report}");
+}
+
+/// The messages of a report's findings about `bundle`, joined.
+fn messages_of(report: &serde_json::Value, bundle: &str) -> String {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["bundle"].as_str().is_some_and(|b| b.contains(bundle)))
+        .filter_map(|f| f["message"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// How the interpreter ends a program (fixtures/runtime/shutdown: exit codes and messages,
+/// uncaught exceptions and exception hooks, threads, atexit, finalizers, output that cannot
+/// be flushed, what `__main__` holds): a zygote's run does what the interpreter does around
+/// the program, so the reports are byte for byte the same; each program's `# shows:` text is
+/// in the report, so each path was taken.
+#[test]
+fn a_program_starts_and_ends_as_in_a_fresh_interpreter() {
+    if !root_and_python_or_skip() {
+        return;
+    }
+    let dir = temp_dir("zygote-shutdown");
+    let mut names: Vec<_> = std::fs::read_dir(root().join("fixtures/runtime/shutdown"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    let mut shows = Vec::new();
+    for (i, path) in names.iter().enumerate() {
+        let script = std::fs::read_to_string(path).unwrap();
+        let expected = script
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# shows: "))
+            .unwrap_or_else(|| panic!("{} has no `# shows:` line", path.display()))
+            .to_string();
+        write_bundle(
+            &dir,
+            &format!("s{i}.yaml"),
+            &format!("end{i}"),
+            "component",
+            &script,
+        );
+        shows.push((format!("end{i}"), path.clone(), expected));
+    }
+    assert!(shows.len() >= 10, "{shows:?}");
+    let report = same_either_way(&dir);
+    for (owner, path, expected) in shows {
+        let said = messages_of(&report, &owner);
+        assert!(
+            said.contains(&expected),
+            "{}: {expected:?} not in\n{said}",
+            path.display()
+        );
+    }
+}
+
+/// The one thing a run forked from the zygote shows differently: the program's module runs on
+/// the zygote's runner (which ran the program compiled once per bundle) rather than on nothing.
+/// This holds the runs to that path: without it every other test here would pass on the
+/// slower one.
+#[test]
+fn the_zygote_runs_the_program_it_compiled_once() {
+    if !root_and_python_or_skip() {
+        return;
+    }
+    let dir = temp_dir("zygote-runner");
+    let script = "import sys\n\
+        sys.exit('module frame on %s' % ('nothing' if sys._getframe().f_back is None else 'a runner'))\n";
+    write_bundle(&dir, "bundle.yaml", "shop-db", "component", script);
+    let forked = json(&simulate(&dir, "require", "20"));
+    let fresh = json(&simulate(&dir, "0", "20"));
+    assert!(
+        messages_of(&forked, "shop-db").contains("module frame on a runner"),
+        "{forked}"
+    );
+    assert!(
+        messages_of(&fresh, "shop-db").contains("module frame on nothing"),
+        "{fresh}"
+    );
 }

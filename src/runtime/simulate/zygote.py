@@ -10,7 +10,7 @@ def _zygote(install_audit, reset_clock):
     import os
 
     try:
-        _serve(install_audit, reset_clock)
+        return _serve(install_audit, reset_clock)
     except BaseException:
         # Never out of this import but in a confined run: the program must not run here.
         os._exit(121)
@@ -57,6 +57,15 @@ def _serve(install_audit, reset_clock):
             __import__(name)
         except Exception:
             pass
+    # The program compiled once for every run (its bytes are the same in each run's folder).
+    # A program Python cannot compile, or compiles differently from a file, is left to each
+    # run's interpreter, which then reports it as a fresh one would.
+    main = sys.argv[0]
+    try:
+        with open(main, "rb") as f:
+            code = compile(f.read(), main, "exec", dont_inherit=True)
+    except BaseException:
+        code = None
     import gc
 
     # What is loaded now is kept out of every run's collections: a run that walked it would
@@ -224,15 +233,158 @@ def _serve(install_audit, reset_clock):
                 del sys.modules[name]
             reset_clock()
             install_audit()
-            return
+            return code
         for fd in fds:
             os.close(fd)
         _, status = os.waitpid(waiter, 0)
         say("exit %d" % status)
 
 
-_zygote(lambda: _install_audit(_os, _sys, __RUN__, __PORTS__, __LOG__), _clock_reset)
+def _run_main(code):
+    # What the interpreter does with `python3 /credentials/create.py` after its startup, done
+    # here with the code the zygote compiled: the same `__main__`, `sys.path`, exit status,
+    # messages and shutdown (threads, atexit, flushed streams, the program's objects
+    # finalized), without compiling the program again or tearing down the interpreter, which
+    # would write to (and so copy) every page the run shares with the zygote. The program's
+    # frames sit on this one, as they sit on nothing in a fresh interpreter. Once the program
+    # has started, this process ends here, whatever happens.
+    import atexit
+    import gc
+    import os
+    import signal
+    import sys
+
+    path = code.co_filename
+    # A `__main__` of the run's own: the zygote's was frozen out of the collector with
+    # everything else it had loaded, and the program's objects that refer to its globals would
+    # never be collected at the end.
+    main = type(sys)("__main__")
+    scope = main.__dict__
+    scope.update(sys.modules["__main__"].__dict__)
+    scope["__file__"] = path
+    scope["__cached__"] = None
+    scope["__loader__"] = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
+    # The script's folder first on the module path (one symbolic link of the script followed).
+    head = path
+    try:
+        link = os.readlink(path)
+        head = link if link.startswith("/") else path.rsplit("/", 1)[0] + "/" + link
+    except OSError:
+        pass
+    cut = head.rfind("/")
+    sys.path.insert(0, "" if cut < 0 else head[: max(cut, 1)])
+    # Whether the script is a zip or folder to import from (it is not): the interpreter asks
+    # the path hooks, and remembers the answer.
+    if path not in sys.path_importer_cache:
+        sys.path_importer_cache[path] = None
+        for hook in sys.path_hooks:
+            try:
+                sys.path_importer_cache[path] = hook(path)
+                break
+            except ImportError:
+                continue
+            except Exception:
+                break
+    sys.modules["__main__"] = main
+
+    def unraisable(error, what):
+        # As the interpreter reports an error it cannot raise: through sys.unraisablehook,
+        # with the argument type only a real report makes.
+        seen, hook = [], sys.unraisablehook
+        sys.unraisablehook = seen.append
+
+        class Probe:
+            def __del__(self):
+                raise RuntimeError
+
+        Probe()
+        sys.unraisablehook = hook
+        if seen:
+            hook(type(seen[0])((type(error), error, None, None, what)))
+
+    status = 1
+    try:
+        interrupted = False
+        try:
+            exec(code, scope)
+            status = 0
+        except SystemExit as stop:
+            # Its code: None for 0, an integer as the C `int` it becomes, anything else
+            # printed and 1.
+            value = stop.code
+            if value is None:
+                status = 0
+            elif isinstance(value, int):
+                status = value if -(1 << 63) <= value < 1 << 63 else -1
+            elif sys.stderr is not None:
+                sys.stderr.write(str(value))
+                sys.stderr.write("\n")
+            del value
+        except BaseException as error:
+            interrupted = isinstance(error, KeyboardInterrupt)
+            kind, trace = type(error), error.__traceback__.tb_next
+            error.__traceback__ = trace
+            sys.last_type, sys.last_value, sys.last_traceback = kind, error, trace
+            try:
+                sys.excepthook(kind, error, trace)
+            except BaseException as failed:
+                import traceback
+
+                print("Error in sys.excepthook:", file=sys.stderr)
+                traceback.print_exception(failed, file=sys.stderr)
+                print("\nOriginal exception was:", file=sys.stderr)
+                traceback.print_exception(error, file=sys.stderr)
+            # Nothing here keeps the program's frames, and so its objects, from the teardown.
+            del error, kind, trace
+        for name in ("__file__", "__cached__"):
+            scope.pop(name, None)
+        # The interpreter's shutdown, in its order: threads, atexit, the streams flushed.
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            try:
+                threading._shutdown()
+            except BaseException as failed:
+                unraisable(failed, threading)
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None and not stream.closed:
+                    stream.flush()
+            except BaseException as failed:
+                if stream is sys.stdout:
+                    unraisable(failed, stream)
+                status = 120
+        # Then the program's objects as the teardown takes them: `sys` reset, `__main__`
+        # dropped and the collector run, so their finalizers run (and the files they left open
+        # are flushed) while the names they use still hold. What other modules keep is left,
+        # as the interpreter's last steps would leave it unreported.
+        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+        for name in ("path", "argv", "ps1", "ps2", "last_type", "last_value", "last_traceback",
+                     "path_hooks", "path_importer_cache", "meta_path", "__interactivehook__"):
+            if hasattr(sys, name):
+                setattr(sys, name, None)
+        sys.modules["__main__"] = None
+        del main, scope, code
+        gc.collect()
+        for stream in (sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        if interrupted:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+            status = 128 + signal.SIGINT
+    finally:
+        os._exit(status & 0xFF)
+
+
+_main_code = _zygote(lambda: _install_audit(_os, _sys, __RUN__, __PORTS__, __LOG__), _clock_reset)
 del _zygote, _serve, _install_audit, _clock_reset
 if _os.getuid() == 0:
     # Only a run's first process, the pod's user, gets here: never run the program as root.
     _os._exit(121)
+if _main_code is not None:
+    # Out of the hook's module first: the program finds in it what a fresh run's would hold.
+    globals().pop("_run_main")(globals().pop("_main_code"))
+del _run_main, _main_code

@@ -13,10 +13,12 @@
 //! and UTS namespaces and forks the run's first process; that process mounts its own `/proc`,
 //! `/dev/shm` and the run's two logs, then confines itself as [`Confine::in_child`] confines a
 //! program (limits, the pod's user and user namespace, no capabilities, `no_new_privs`,
-//! Landlock, seccomp, descriptors closed), says so, and returns from the hook's import: the
-//! interpreter runs create.py as a fresh one would (same `argv`, `__main__`, exit, atexit and
-//! threads). So every run still has its own namespaces, process 1, `/dev/shm` and logs, and
-//! nothing it does reaches the zygote or the next run.
+//! Landlock, seccomp, descriptors closed), says so, and returns from the hook's import; the
+//! hook's last lines run create.py, compiled once in the zygote, as the interpreter runs a
+//! script (same `argv`, `__main__`, `sys.path`, exit status, tracebacks, threads, atexit,
+//! finalizers) and end the process without the interpreter's teardown (docs/simulate.md). So
+//! every run still has its own namespaces, process 1, `/dev/shm` and logs, and nothing it does
+//! reaches the zygote or the next run.
 //!
 //! Any failure before the program runs (the zygote cannot start, a run's process cannot
 //! confine itself) falls back to a fresh interpreter per run, the path of `child.rs`, for the
