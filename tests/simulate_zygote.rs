@@ -37,6 +37,17 @@ fn write_bundle(dir: &Path, file: &str, owner: &str, kind: &str, script: &str) {
     std::fs::write(dir.join(file), spec.render()).unwrap();
 }
 
+/// The programs in the repository's folder `dir`, in name order.
+fn programs_in(dir: &str) -> Vec<std::path::PathBuf> {
+    let mut names: Vec<_> = std::fs::read_dir(root().join(dir))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    names
+}
+
 /// `simulate --no-cache --format json --timeout seconds` of `path` with `CREDLINT_ZYGOTE=mode`.
 fn simulate(path: &Path, mode: &str, seconds: &str) -> Output {
     command()
@@ -105,12 +116,7 @@ fn every_broken_program_is_caught_the_same_way() {
     }
     let dir = temp_dir("zygote-broken");
     let mut count = 0;
-    let mut names: Vec<_> = std::fs::read_dir(root().join("fixtures/runtime/broken"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    names.sort();
+    let mut names = programs_in("fixtures/runtime/broken");
     // The program that hangs, once per scenario for the whole timeout, has a test of its own.
     names.retain(|p| !p.ends_with("hangs.py"));
     for (i, path) in names.iter().enumerate() {
@@ -261,12 +267,7 @@ fn a_program_starts_and_ends_as_in_a_fresh_interpreter() {
         return;
     }
     let dir = temp_dir("zygote-shutdown");
-    let mut names: Vec<_> = std::fs::read_dir(root().join("fixtures/runtime/shutdown"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    names.sort();
+    let names = programs_in("fixtures/runtime/shutdown");
     let mut shows = Vec::new();
     for (i, path) in names.iter().enumerate() {
         let script = std::fs::read_to_string(path).unwrap();

@@ -58,8 +58,8 @@ def _serve(install_audit, reset_clock):
         except Exception:
             pass
     # The program compiled once for every run (its bytes are the same in each run's folder).
-    # A program Python cannot compile, or compiles differently from a file, is left to each
-    # run's interpreter, which then reports it as a fresh one would.
+    # A program Python cannot compile is left to each run's interpreter, which then reports it
+    # as a fresh one would.
     main = sys.argv[0]
     try:
         with open(main, "rb") as f:
