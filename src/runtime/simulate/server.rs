@@ -1,10 +1,12 @@
 //! Loopback TCP services that live exactly as long as their handle: the fake API server
 //! (HTTP/1.1 over TLS) and, in `probe`, the fake Valkey and NATS servers.
 //!
-//! Threads only: an accept loop polls a non-blocking listener so that it notices the stop flag,
-//! each connection gets a thread whose socket reads time out every [`TICK`] for the same reason,
-//! and dropping a [`Service`] stops the loop, closes the port and joins every thread. A panic in
-//! a handler ends that connection only.
+//! Threads only: an accept loop blocks in `accept` until a connection comes or the service is
+//! stopped (shutting the listener down wakes it; a [`TICK`] timeout on the listener bounds the
+//! wait even so), each connection gets a thread whose socket reads time out every [`TICK`] so
+//! that it notices the stop flag, and dropping a [`Service`]
+//! stops the loop, closes the port and joins every thread. A panic in a handler ends that
+//! connection only.
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -37,6 +39,8 @@ type Handler = dyn Fn(TcpStream, &AtomicBool) + Send + Sync;
 /// A listening loopback port and its threads.
 pub struct Service {
     address: std::net::SocketAddr,
+    /// The listening socket (a second descriptor of it), shut down to wake the accept loop.
+    listener: TcpListener,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -67,8 +71,15 @@ impl Service {
             Some(net) => net.bind_loopback()?,
             None => TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?,
         };
-        listener.set_nonblocking(true)?;
+        // A connection is accepted as it comes (a poll of a non-blocking listener made each
+        // wait for the next tick); the timeout only bounds how long a stop can go unseen.
+        rustix::net::sockopt::set_socket_timeout(
+            &listener,
+            rustix::net::sockopt::Timeout::Recv,
+            Some(TICK),
+        )?;
         let address = listener.local_addr()?;
+        let waker = listener.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = thread::Builder::new()
@@ -76,6 +87,7 @@ impl Service {
             .spawn(move || accept_loop(listener, handler, flag))?;
         Ok(Service {
             address,
+            listener: waker,
             stop,
             thread: Some(thread),
         })
@@ -93,6 +105,9 @@ impl Service {
     /// Stops accepting, closes the port and waits for every connection thread.
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Release);
+        // Linux ends a listening socket shut down for reading: a blocked `accept` returns, and
+        // so does every later one.
+        let _ = rustix::net::shutdown(&self.listener, rustix::net::Shutdown::Read);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -133,7 +148,16 @@ fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBoo
                     connections.push(t);
                 }
             }
-            Err(_) => thread::sleep(Duration::from_millis(2)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            // Stopped; or out of descriptors or memory for now: wait rather than spin.
+            Err(_) if !stop.load(Ordering::Acquire) => thread::sleep(Duration::from_millis(2)),
+            Err(_) => {}
         }
     }
     drop(listener);
