@@ -300,13 +300,19 @@ pub fn make_pki() -> Result<Pki, String> {
 
     let chain = vec![CertificateDer::from(server_cert.der().to_vec())];
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ServerConfig::builder_with_provider(provider)
+    // The suite a cluster's API server picks for a Python client: Go's TLS 1.3 server follows
+    // its own order, AES-128-GCM first where the client puts AES-GCM ahead (OpenSSL does).
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider
+        .cipher_suites
+        .sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
         .with_single_cert(chain, key)
         .map_err(|e| e.to_string())?;
+    tls.ignore_client_order = true;
     Ok(Pki {
         ca_pem: ca_cert.pem(),
         tls: Arc::new(tls),

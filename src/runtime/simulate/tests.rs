@@ -1564,10 +1564,11 @@ fn a_deleted_pod_is_replaced_with_a_new_uid() {
     );
 }
 
-const SELF_CHECK: &str = "# -*- coding: utf-8 -*-\r\n# \u{fc}n\u{ef}code \u{2713}, a CRLF line, no final newline\nimport hashlib, os, socket, ssl, sys, urllib.error, urllib.request\nsa = \"/var/run/secrets/kubernetes.io/serviceaccount\"\nassert len(sys.argv) == 2 and os.path.basename(sys.argv[0]) == \"create.py\"\nassert os.path.basename(sys.argv[1]) == \"plan.json\"\nme = hashlib.sha256(open(sys.argv[0], \"rb\").read()).hexdigest()\nplan = hashlib.sha256(open(sys.argv[1], \"rb\").read()).hexdigest()\nctx = ssl.create_default_context(cafile=sa + \"/ca.crt\")\nctx.verify_flags |= ssl.VERIFY_X509_STRICT\nhost, port = os.environ[\"KUBERNETES_SERVICE_HOST\"], os.environ[\"KUBERNETES_SERVICE_PORT\"]\nns = open(sa + \"/namespace\").read()\nreq = urllib.request.Request(\"https://%s:%s/api/v1/namespaces/%s/secrets/shop-api-session\" % (host, port, ns))\nreq.add_header(\"Authorization\", \"Bearer \" + open(sa + \"/token\").read())\ntry:\n    code = urllib.request.urlopen(req, context=ctx).status\nexcept urllib.error.HTTPError as err:\n    code = err.code\nwith socket.create_connection((host, int(port))) as raw:\n    with ctx.wrap_socket(raw, server_hostname=\"kubernetes.default.svc\") as tls:\n        tls.sendall(b\"GET /version HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n\")\n        head = tls.recv(8).decode()\nsys.stderr.write(\"checks ok %s %s %d %s\" % (me, plan, code, head))\nsys.exit(3)";
+const SELF_CHECK: &str = "# -*- coding: utf-8 -*-\r\n# \u{fc}n\u{ef}code \u{2713}, a CRLF line, no final newline\nimport hashlib, os, socket, ssl, sys, urllib.error, urllib.request\nsa = \"/var/run/secrets/kubernetes.io/serviceaccount\"\nassert len(sys.argv) == 2 and os.path.basename(sys.argv[0]) == \"create.py\"\nassert os.path.basename(sys.argv[1]) == \"plan.json\"\nme = hashlib.sha256(open(sys.argv[0], \"rb\").read()).hexdigest()\nplan = hashlib.sha256(open(sys.argv[1], \"rb\").read()).hexdigest()\nctx = ssl.create_default_context(cafile=sa + \"/ca.crt\")\nctx.verify_flags |= ssl.VERIFY_X509_STRICT\nhost, port = os.environ[\"KUBERNETES_SERVICE_HOST\"], os.environ[\"KUBERNETES_SERVICE_PORT\"]\nns = open(sa + \"/namespace\").read()\nreq = urllib.request.Request(\"https://%s:%s/api/v1/namespaces/%s/secrets/shop-api-session\" % (host, port, ns))\nreq.add_header(\"Authorization\", \"Bearer \" + open(sa + \"/token\").read())\ntry:\n    code = urllib.request.urlopen(req, context=ctx).status\nexcept urllib.error.HTTPError as err:\n    code = err.code\nwith socket.create_connection((host, int(port))) as raw:\n    with ctx.wrap_socket(raw, server_hostname=\"kubernetes.default.svc\") as tls:\n        tls.sendall(b\"GET /version HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n\")\n        head = tls.recv(8).decode()\n        suite = \"%s %s\" % (tls.version(), tls.cipher()[0])\nsys.stderr.write(\"checks ok %s %s %d %s %s\" % (me, plan, code, head, suite))\nsys.exit(3)";
 
-/// The program file is the bundle's bytes, argv is the Job's, and the server's certificate
-/// passes strict X.509 checks (Python 3.13's default) for both SAN forms.
+/// The program file is the bundle's bytes, argv is the Job's, the server's certificate passes
+/// strict X.509 checks (Python 3.13's default) for both SAN forms, and the handshake ends in
+/// the suite a cluster's API server (Go) picks for OpenSSL's offer.
 #[test]
 fn the_program_runs_unmodified_as_the_job_runs_it() {
     use sha2::{Digest, Sha256};
@@ -1580,7 +1581,7 @@ fn the_program_runs_unmodified_as_the_job_runs_it() {
             .collect::<String>()
     };
     let expected = format!(
-        "checks ok {} {} 404 HTTP/1.1",
+        "checks ok {} {} 404 HTTP/1.1 TLSv1.3 TLS_AES_128_GCM_SHA256",
         hex(SELF_CHECK.as_bytes()),
         hex(bundle.plan_json.as_bytes())
     );
