@@ -148,13 +148,7 @@ fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBoo
                     connections.push(t);
                 }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if again(&e) => {}
             // Stopped; or out of descriptors or memory for now: wait rather than spin.
             Err(_) if !stop.load(Ordering::Acquire) => thread::sleep(Duration::from_millis(2)),
             Err(_) => {}
@@ -164,6 +158,14 @@ fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBoo
     for c in connections {
         let _ = c.join();
     }
+}
+
+/// A socket call that timed out or was interrupted: worth making again.
+fn again(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 /// Reads from `stream` into `buf`, waiting out read timeouts until data, EOF, the stop flag or
@@ -180,13 +182,7 @@ pub fn fill(stream: &mut impl Read, buf: &mut Vec<u8>, stop: &AtomicBool, since:
                 buf.extend_from_slice(&chunk[..n]);
                 return true;
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if again(&e) => {}
             Err(_) => return false,
         }
     }
