@@ -386,9 +386,31 @@ const SELF_REPORT: &str = "import json, os, sys\n\
     sys.stdout.write(json.dumps({'executable': sys.executable or '', 'paths': \
     [os.path.realpath(p) for p in paths if isinstance(p, str) and p.startswith('/') and p != '/']}))";
 
+/// An interpreter's answer to [`SELF_REPORT`], kept for the simulation's other bundles.
+struct Report {
+    key: Asked,
+    succeeded: bool,
+    said: String,
+    /// Why the pod's user could not start it, where it could not.
+    refused: Option<String>,
+}
+
+/// What decides an interpreter's answer: the interpreter, the user it runs as, and its
+/// environment without what names one bundle (the API server's address, the run folder).
+#[derive(PartialEq)]
+struct Asked {
+    python: PathBuf,
+    user: Option<(u32, u32)>,
+    env: Vec<(String, String)>,
+}
+
+static REPORTS: std::sync::Mutex<Vec<Report>> = std::sync::Mutex::new(Vec::new());
+
 /// Asks the interpreter once per simulation what it is (see [`Interpreter`]), when the answer
 /// is needed: a bare name to resolve, or `paths` for the sandbox. One that cannot say is used
-/// as given. The path given is among the paths (a wrapper script is read and executed).
+/// as given. The path given is among the paths (a wrapper script is read and executed). The
+/// answer is shared by the bundles that ask with the same interpreter, user and environment
+/// (each asking cost an interpreter's start); entries in the run folder are left out of it.
 pub fn resolve_python(
     python: &Path,
     dir: &RunDir,
@@ -409,6 +431,89 @@ pub fn resolve_python(
             paths: given,
         });
     }
+    let folder = dir.path().to_string_lossy().into_owned();
+    let key = Asked {
+        python: python.to_path_buf(),
+        user: confine.can_switch_user().then(|| confine.pod_user()),
+        env: env
+            .iter()
+            .filter(|(k, _)| !k.starts_with("KUBERNETES_"))
+            .map(|(k, v)| (k.clone(), v.replace(&folder, "\0")))
+            .collect(),
+    };
+    let known = REPORTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|r| r.key == key)
+        .map(|r| (r.succeeded, r.said.clone(), r.refused.clone()));
+    let (succeeded, said) = match known {
+        Some((succeeded, said, refused)) => {
+            // What asking did to the run folder and the confinement, done again.
+            if confine.can_switch_user() {
+                match refused {
+                    None => {
+                        let (uid, gid) = confine.pod_user();
+                        dir.hand_to(uid, gid).map_err(RunError::Files)?;
+                        confine.with_user();
+                    }
+                    Some(why) => {
+                        confine.with_user();
+                        without_user(dir, confine, why)?;
+                    }
+                }
+            }
+            (succeeded, said)
+        }
+        None => {
+            let (succeeded, said, refused) = ask_python(python, dir, env, timeout, confine)?;
+            REPORTS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Report {
+                    key,
+                    succeeded,
+                    said: said.clone(),
+                    refused,
+                });
+            (succeeded, said)
+        }
+    };
+    let said: serde_json::Value = if succeeded {
+        serde_json::from_str(&said).unwrap_or_default()
+    } else {
+        serde_json::Value::Null
+    };
+    let found = PathBuf::from(said["executable"].as_str().unwrap_or_default());
+    let executable = if bare && found.is_absolute() && found.is_file() {
+        found
+    } else {
+        python.to_path_buf()
+    };
+    let mut paths = given;
+    paths.extend(
+        said["paths"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.as_str())
+            .map(PathBuf::from)
+            // The run folder (the working folder, the hook's): the bundle's own, not the
+            // interpreter's.
+            .filter(|p| !p.starts_with(dir.path())),
+    );
+    Ok(Interpreter { executable, paths })
+}
+
+/// Runs [`SELF_REPORT`], as the pod's user where credlint is root and that user can start the
+/// interpreter: whether it succeeded, what it printed, and why the pod's user could not.
+fn ask_python(
+    python: &Path,
+    dir: &RunDir,
+    env: &[(String, String)],
+    timeout: Duration,
+    confine: &mut Confine,
+) -> Result<(bool, String, Option<String>), RunError> {
     let out_path = dir.join("executable");
     let ask = |confine: &Confine| -> Result<(bool, String), RunError> {
         let out = File::create(&out_path).map_err(RunError::Files)?;
@@ -431,49 +536,31 @@ pub fn resolve_python(
         let _ = fs::remove_file(&out_path);
         Ok((succeeded, said))
     };
-    let (succeeded, said) = if confine.can_switch_user() {
-        let (uid, gid) = confine.pod_user();
-        dir.hand_to(uid, gid).map_err(RunError::Files)?;
-        confine.with_user();
-        match ask(confine) {
-            Ok((true, said)) => (true, said),
-            // The pod's user cannot start it: a folder on the way is closed to that user.
-            _ => {
-                confine.without_user(format!(
-                    "{} cannot start as uid {}: a folder on its path is closed to that user",
-                    python.display(),
-                    confine.pod_user().0
-                ));
-                // SAFETY: geteuid has no preconditions.
-                let me = unsafe { libc::geteuid() };
-                dir.hand_to(me, me).map_err(RunError::Files)?;
-                ask(confine)?
-            }
-        }
-    } else {
-        ask(confine)?
-    };
-    let said: serde_json::Value = if succeeded {
-        serde_json::from_str(&said).unwrap_or_default()
-    } else {
-        serde_json::Value::Null
-    };
-    let found = PathBuf::from(said["executable"].as_str().unwrap_or_default());
-    let executable = if bare && found.is_absolute() && found.is_file() {
-        found
-    } else {
-        python.to_path_buf()
-    };
-    let mut paths = given;
-    paths.extend(
-        said["paths"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p.as_str())
-            .map(PathBuf::from),
+    if !confine.can_switch_user() {
+        let (succeeded, said) = ask(confine)?;
+        return Ok((succeeded, said, None));
+    }
+    let (uid, gid) = confine.pod_user();
+    dir.hand_to(uid, gid).map_err(RunError::Files)?;
+    confine.with_user();
+    if let Ok((true, said)) = ask(confine) {
+        return Ok((true, said, None));
+    }
+    // The pod's user cannot start it: a folder on the way is closed to that user.
+    let why = format!(
+        "{} cannot start as uid {uid}: a folder on its path is closed to that user",
+        python.display(),
     );
-    Ok(Interpreter { executable, paths })
+    without_user(dir, confine, why.clone())?;
+    let (succeeded, said) = ask(confine)?;
+    Ok((succeeded, said, Some(why)))
+}
+
+/// The program runs as credlint's user, for `why`: the run folder is handed back to it.
+fn without_user(dir: &RunDir, confine: &mut Confine, why: String) -> Result<(), RunError> {
+    confine.without_user(why);
+    let me = rustix::process::geteuid().as_raw();
+    dir.hand_to(me, me).map_err(RunError::Files)
 }
 
 /// `python create.py plan.json`, the pod's command line where the program runs in the pod's

@@ -1796,3 +1796,46 @@ fn the_program_sleeps_on_a_virtual_clock() {
     // Every scenario's two runs slept 1000 s each; a real sleep would have been killed.
     assert!(started.elapsed() < Duration::from_secs(300));
 }
+
+/// An interpreter the pod's user cannot start (it lies in a folder closed to that user) runs
+/// the program as credlint's user, and the layers say why: for the first bundle, which asks
+/// it, and for the next, which is told the answer.
+#[test]
+fn an_interpreter_closed_to_the_pods_user_runs_as_credlints_user_in_every_bundle() {
+    if unsafe_euid() != 0 {
+        eprintln!("SKIPPED: only root runs a program as the pod's user");
+        return;
+    }
+    let Some(real) = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+    else {
+        eprintln!("SKIPPED: no python3");
+        return;
+    };
+    let scratch = Scratch::new("closed-interpreter");
+    let closed = scratch.0.join("closed");
+    fs::create_dir(&closed).unwrap();
+    fs::set_permissions(&closed, fs::Permissions::from_mode(0o700)).unwrap();
+    let python = closed.join("python3");
+    std::os::unix::fs::symlink(String::from_utf8_lossy(&real.stdout).trim(), &python).unwrap();
+    let options = SimOptions { python, ..opts() };
+    for owner in ["first", "second"] {
+        let bundle = Case::of("component").bundle(&fixture("create.py"));
+        let simulated = simulate_counted(&bundle, &options).unwrap();
+        assert!(
+            simulated.findings.is_empty(),
+            "{owner}: {}",
+            describe(&simulated.findings)
+        );
+        let missing = simulated.layers.missing();
+        assert!(
+            missing
+                .iter()
+                .any(|(layer, why)| *layer == "user" && why.contains("cannot start as uid")),
+            "{owner}: {missing:?}"
+        );
+    }
+}
