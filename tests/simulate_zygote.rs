@@ -75,13 +75,24 @@ fn same_either_way_within(path: &Path, seconds: &str) -> serde_json::Value {
     let forked = simulate(path, "require", seconds);
     let fresh = simulate(path, "0", seconds);
     assert_eq!(
-        (forked.status.code(), stdout(&forked)),
-        (fresh.status.code(), stdout(&fresh)),
+        (forked.status.code(), without_chance(stdout(&forked))),
+        (fresh.status.code(), without_chance(stdout(&fresh))),
         "{}\n{}",
         stderr(&forked),
         stderr(&fresh)
     );
     json(&forked)
+}
+
+/// `report` without the one figure that chance decides in two runs of the same program: how
+/// many distinct characters its random values used, and so the bits per character, where a
+/// `runtime-predictable-value` finding measures a narrow alphabet (hex values use 15 of their
+/// 16 characters now and then).
+fn without_chance(report: String) -> String {
+    regex::Regex::new(r"use \d+ distinct characters (where [^:]*): about [\d.]+ random bits")
+        .unwrap()
+        .replace_all(&report, "use N distinct characters $1: about B random bits")
+        .into_owned()
 }
 
 #[test]
