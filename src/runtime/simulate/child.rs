@@ -467,6 +467,7 @@ pub fn resolve_python(
         }
         None => {
             let (succeeded, said, refused) = ask_python(python, dir, env, timeout, confine)?;
+            let said = without_folder(&said, dir.path());
             REPORTS
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -497,12 +498,29 @@ pub fn resolve_python(
             .into_iter()
             .flatten()
             .filter_map(|p| p.as_str())
-            .map(PathBuf::from)
-            // The run folder (the working folder, the hook's): the bundle's own, not the
-            // interpreter's.
-            .filter(|p| !p.starts_with(dir.path())),
+            .map(PathBuf::from),
     );
     Ok(Interpreter { executable, paths })
+}
+
+/// An answer to [`SELF_REPORT`] without the paths in the run folder `folder` (the working
+/// folder, the hook's): those are the asking bundle's own, not the interpreter's. An answer
+/// that is not JSON stays as it is (it is not trusted later either).
+fn without_folder(said: &str, folder: &Path) -> String {
+    let Ok(mut answer) = serde_json::from_str::<serde_json::Value>(said) else {
+        return said.to_string();
+    };
+    let real = folder
+        .canonicalize()
+        .unwrap_or_else(|_| folder.to_path_buf());
+    if let Some(paths) = answer["paths"].as_array_mut() {
+        paths.retain(|p| {
+            p.as_str().is_none_or(|p| {
+                !Path::new(p).starts_with(folder) && !Path::new(p).starts_with(&real)
+            })
+        });
+    }
+    answer.to_string()
 }
 
 /// Runs [`SELF_REPORT`], as the pod's user where credlint is root and that user can start the
