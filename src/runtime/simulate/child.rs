@@ -389,8 +389,9 @@ const SELF_REPORT: &str = "import json, os, sys\n\
 /// An interpreter's answer to [`SELF_REPORT`], kept for the simulation's other bundles.
 struct Report {
     key: Asked,
-    succeeded: bool,
-    said: String,
+    /// The executable it named and its search folders; empty where it could not say.
+    executable: String,
+    paths: Vec<PathBuf>,
     /// Why the pod's user could not start it, where it could not.
     refused: Option<String>,
 }
@@ -446,81 +447,60 @@ pub fn resolve_python(
         .unwrap_or_else(|e| e.into_inner())
         .iter()
         .find(|r| r.key == key)
-        .map(|r| (r.succeeded, r.said.clone(), r.refused.clone()));
-    let (succeeded, said) = match known {
-        Some((succeeded, said, refused)) => {
+        .map(|r| (r.executable.clone(), r.paths.clone(), r.refused.clone()));
+    let (found, said_paths) = match known {
+        Some((executable, paths, refused)) => {
             // What asking did to the run folder and the confinement, done again.
             if confine.can_switch_user() {
-                match refused {
-                    None => {
-                        let (uid, gid) = confine.pod_user();
-                        dir.hand_to(uid, gid).map_err(RunError::Files)?;
-                        confine.with_user();
-                    }
-                    Some(why) => {
-                        confine.with_user();
-                        without_user(dir, confine, why)?;
-                    }
+                with_user(dir, confine)?;
+                if let Some(why) = refused {
+                    without_user(dir, confine, why)?;
                 }
             }
-            (succeeded, said)
+            (executable, paths)
         }
         None => {
             let (succeeded, said, refused) = ask_python(python, dir, env, timeout, confine)?;
-            let said = without_folder(&said, dir.path());
+            let said: serde_json::Value = if succeeded {
+                serde_json::from_str(&said).unwrap_or_default()
+            } else {
+                serde_json::Value::Null
+            };
+            let executable = said["executable"].as_str().unwrap_or_default().to_string();
+            // The run folder (the working folder, the hook's) is the asking bundle's own.
+            let real = dir
+                .path()
+                .canonicalize()
+                .unwrap_or_else(|_| dir.path().into());
+            let paths: Vec<PathBuf> = said["paths"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.as_str())
+                .map(PathBuf::from)
+                .filter(|p| !p.starts_with(dir.path()) && !p.starts_with(&real))
+                .collect();
             REPORTS
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(Report {
                     key,
-                    succeeded,
-                    said: said.clone(),
+                    executable: executable.clone(),
+                    paths: paths.clone(),
                     refused,
                 });
-            (succeeded, said)
+            (executable, paths)
         }
     };
-    let said: serde_json::Value = if succeeded {
-        serde_json::from_str(&said).unwrap_or_default()
-    } else {
-        serde_json::Value::Null
-    };
-    let found = PathBuf::from(said["executable"].as_str().unwrap_or_default());
+    let found = PathBuf::from(found);
     let executable = if bare && found.is_absolute() && found.is_file() {
         found
     } else {
         python.to_path_buf()
     };
     let mut paths = given;
-    paths.extend(
-        said["paths"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p.as_str())
-            .map(PathBuf::from),
-    );
+    paths.extend(said_paths);
     Ok(Interpreter { executable, paths })
-}
-
-/// An answer to [`SELF_REPORT`] without the paths in the run folder `folder` (the working
-/// folder, the hook's): those are the asking bundle's own, not the interpreter's. An answer
-/// that is not JSON stays as it is (it is not trusted later either).
-fn without_folder(said: &str, folder: &Path) -> String {
-    let Ok(mut answer) = serde_json::from_str::<serde_json::Value>(said) else {
-        return said.to_string();
-    };
-    let real = folder
-        .canonicalize()
-        .unwrap_or_else(|_| folder.to_path_buf());
-    if let Some(paths) = answer["paths"].as_array_mut() {
-        paths.retain(|p| {
-            p.as_str().is_none_or(|p| {
-                !Path::new(p).starts_with(folder) && !Path::new(p).starts_with(&real)
-            })
-        });
-    }
-    answer.to_string()
 }
 
 /// Runs [`SELF_REPORT`], as the pod's user where credlint is root and that user can start the
@@ -558,20 +538,27 @@ fn ask_python(
         let (succeeded, said) = ask(confine)?;
         return Ok((succeeded, said, None));
     }
-    let (uid, gid) = confine.pod_user();
-    dir.hand_to(uid, gid).map_err(RunError::Files)?;
-    confine.with_user();
+    with_user(dir, confine)?;
     if let Ok((true, said)) = ask(confine) {
         return Ok((true, said, None));
     }
     // The pod's user cannot start it: a folder on the way is closed to that user.
     let why = format!(
-        "{} cannot start as uid {uid}: a folder on its path is closed to that user",
+        "{} cannot start as uid {}: a folder on its path is closed to that user",
         python.display(),
+        confine.pod_user().0
     );
     without_user(dir, confine, why.clone())?;
     let (succeeded, said) = ask(confine)?;
     Ok((succeeded, said, Some(why)))
+}
+
+/// The program runs as the pod's user: the run folder is handed to it.
+fn with_user(dir: &RunDir, confine: &mut Confine) -> Result<(), RunError> {
+    let (uid, gid) = confine.pod_user();
+    dir.hand_to(uid, gid).map_err(RunError::Files)?;
+    confine.with_user();
+    Ok(())
 }
 
 /// The program runs as credlint's user, for `why`: the run folder is handed back to it.
