@@ -347,6 +347,69 @@ fn memory_file_size_and_process_bombs_are_bounded() {
     );
 }
 
+/// As root, each run folder is a tmpfs of its own (128 MiB), mounted in credlint's own mount
+/// namespace: the program's termination log sits on it, the host never sees the mount, and
+/// the folders are gone when credlint ends.
+#[test]
+fn as_root_run_folders_are_a_tmpfs_the_host_never_sees() {
+    if !python_or_skip() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: needs root (credlint mounts the run folders in its own namespace)");
+        return;
+    }
+    let dir = common::temp_dir("sandbox-scratch");
+    let scratch = dir.join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    bundle(
+        &dir,
+        "import os as _o\n\
+         _s = _o.statvfs('/dev/termination-log')\n\
+         if _s.f_blocks * _s.f_frsize != 128 << 20:\n\
+         \x20   raise SystemExit('the run folder is no 128 MiB tmpfs: %d' % (_s.f_blocks * _s.f_frsize))",
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watched = scratch.to_string_lossy().into_owned();
+    let watcher = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+                seen.extend(
+                    table
+                        .lines()
+                        .filter(|l| l.contains(&watched))
+                        .map(str::to_string),
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            seen
+        })
+    };
+    let run = simulate_env(&dir, &[], None, &[("TMPDIR", &scratch.to_string_lossy())]);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let seen = watcher.join().unwrap();
+    assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
+    assert_eq!(
+        seen,
+        Vec::<String>::new(),
+        "the host saw a run folder's mount"
+    );
+    let left: Vec<_> = std::fs::read_dir(&scratch)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(
+        left,
+        Vec::<std::path::PathBuf>::new(),
+        "run folders left behind"
+    );
+}
+
 #[test]
 fn as_root_the_program_runs_as_the_pods_user_with_processes_bounded() {
     if !python_or_skip() {

@@ -664,7 +664,9 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
         Ok(targets) => targets,
         Err(e) => return usage_error(e),
     };
-    // Before any thread starts: a signal kills the programs and removes their run folders.
+    // Before any thread starts: the run folders' own mount namespace, which the threads
+    // started from here inherit; a signal kills the programs and removes their run folders.
+    crate::runtime::simulate::own_namespace();
     crate::runtime::simulate::stop_cleanly_on_signals();
     let flags = Flags {
         fail_on: args.fail_on.map(FailOn::severity),

@@ -55,6 +55,8 @@ pub struct RunDir {
     fd: std::os::fd::OwnedFd,
     /// The user its folders were handed to ([`RunDir::hand_to`]), again after [`RunDir::renew`].
     owner: std::sync::Mutex<Option<(u32, u32)>>,
+    /// On a tmpfs of its own ([`super::scratch`]).
+    mounted: bool,
 }
 
 /// The folders of a run folder: the service-account files, the hook, the program's working
@@ -79,7 +81,9 @@ impl RunDir {
             let path = base.join(format!("tmp.{}", random_token(10)?));
             match fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
-                    live().push(path.clone());
+                    // Mounted before it is opened: the descriptor is the tmpfs's.
+                    let mounted = super::scratch::mount_on(&path);
+                    live().push((path.clone(), mounted));
                     let opened = rustix::fs::open(
                         &path,
                         OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -88,8 +92,8 @@ impl RunDir {
                     let fd = match opened {
                         Ok(fd) => fd,
                         Err(e) => {
-                            live().retain(|p| p != &path);
-                            remove_tree(&path);
+                            live().retain(|(p, _)| p != &path);
+                            remove_run_folder(&path, mounted);
                             return Err(e.into());
                         }
                     };
@@ -97,6 +101,7 @@ impl RunDir {
                         path,
                         fd,
                         owner: std::sync::Mutex::new(None),
+                        mounted,
                     };
                     dir.make_subfolders()?;
                     return Ok(dir);
@@ -215,23 +220,32 @@ impl RunDir {
 }
 
 /// The run folders that exist now, on every thread: removed by the signal handler too.
-static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// Each with whether it is a tmpfs of its own.
+static LIVE: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
 
-fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+fn live() -> std::sync::MutexGuard<'static, Vec<(PathBuf, bool)>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Removes every run folder that exists now (credlint is stopping on a signal).
 pub fn remove_live() {
-    for path in live().drain(..) {
-        remove_tree(&path);
+    for (path, mounted) in live().drain(..) {
+        remove_run_folder(&path, mounted);
     }
 }
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        live().retain(|p| p != &self.path);
-        remove_tree(&self.path);
+        live().retain(|(p, _)| p != &self.path);
+        remove_run_folder(&self.path, self.mounted);
+    }
+}
+
+fn remove_run_folder(path: &Path, mounted: bool) {
+    if mounted {
+        super::scratch::remove_mounted(path);
+    } else {
+        remove_tree(path);
     }
 }
 

@@ -114,6 +114,7 @@ mod probe;
 mod rbac;
 mod sandbox;
 mod scenario;
+mod scratch;
 mod server;
 mod values;
 mod zygote;
@@ -123,6 +124,7 @@ mod tests;
 
 pub use child::{stop_cleanly_on_signals, stopping};
 pub use confine::{LAYER_NAMES, Layers};
+pub use scratch::own_namespace;
 
 use std::fmt;
 use std::path::PathBuf;
