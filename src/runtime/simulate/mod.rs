@@ -541,6 +541,11 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
                 ],
             ]);
             config["preload"] = zygote::preload(&bundle.script).into();
+            config["warm_tls"] = serde_json::json!([
+                api.host().to_string(),
+                api.port(),
+                format!("{}/ca.crt", incluster::SA_PATHS[0]),
+            ]);
             zygote::Zygote::start(&python, &home, &env, &own, &config).map(|z| (z, home))
         })();
         match started {
