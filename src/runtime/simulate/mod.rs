@@ -452,6 +452,53 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         sandbox::note_unconfined(reason);
     }
     confine.layers.set("landlock", landlock);
+    // One interpreter per bundle, forking each run, where the runs' confinement allows it
+    // (`zygote`): started in the pod's root with the pod's environment.
+    let start_zygote = |confine: &confine::Confine,
+                        confinement: Option<&sandbox::Sandbox>,
+                        env: &[(String, String)]|
+     -> Result<(zygote::Zygote, RunDir), String> {
+        let home = RunDir::create().map_err(|e| e.to_string())?;
+        let (uid, gid) = confine.pod_user();
+        home.hand_to(uid, gid).map_err(|e| e.to_string())?;
+        incluster::write_environment(
+            &home,
+            &ctx.token,
+            &pki.ca_pem,
+            &bundle.namespace,
+            &ports,
+            Some((hostname.as_str(), api.host())),
+            true,
+        )
+        .map_err(|e| e.to_string())?;
+        incluster::write_program(&home, &bundle.script, &bundle.plan_json)
+            .map_err(|e| e.to_string())?;
+        let plan = podfs::PodFs::plan(home.path(), &interpreter.paths, Some(dir.path()))
+            .map_err(|e| format!("cannot plan its root: {e}"))?;
+        let mut own = confine.clone();
+        own.with_pod_fs(Ok(plan));
+        let mut config = confine.zygote_config();
+        config["landlock"] = confinement
+            .and_then(|s| s.pod_rules_json())
+            .unwrap_or_default();
+        config["staging"] = podfs::STAGING_PATH.into();
+        config["logs"] = serde_json::json!([
+            [incluster::TERMINATION_LOG, incluster::TERMINATION_PATH],
+            [
+                incluster::ACCESS_LOG,
+                format!("{}/{}", podfs::HOOK_PATH, incluster::ACCESS_LOG)
+            ],
+        ]);
+        config["preload"] = zygote::preload(&bundle.script).into();
+        config["warm_tls"] = serde_json::json!([
+            api.host().to_string(),
+            api.port(),
+            format!("{}/ca.crt", incluster::SA_PATHS[0]),
+        ]);
+        zygote::Zygote::start(&python, &home, &env, &own, &config).map(|z| (z, home))
+    };
+    let mut zygote = None;
+    let mut zygote_failed = None;
     if !opts.confine {
         confine.with_pod_fs(Err("turned off for this simulation".into()));
     } else if confine.can_build_pod_fs() {
@@ -460,13 +507,24 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             .map_err(|e| format!("cannot plan it: {e}"))
             .and_then(|plan| {
                 confine.with_pod_fs(Ok(plan));
+                if let Some(sandbox) = &mut confinement {
+                    sandbox.for_pod_root()?;
+                }
+                // Where the runs fork from a zygote, its start is the trial: the interpreter
+                // started in the pod's root, as the pod's user, with the startup hook loaded.
+                if confine.zygote_ready() && !zygote::disabled() {
+                    match start_zygote(&confine, confinement.as_ref(), &pod_env) {
+                        Ok(started) => {
+                            zygote = Some(started);
+                            return Ok(());
+                        }
+                        Err(why) => zygote_failed = Some(why),
+                    }
+                }
                 dir.renew().map_err(|e| e.to_string())?;
                 write_environment(true).map_err(|e| e.to_string())?;
                 // A program that ends cleanly only where the startup hook was loaded.
                 incluster::write_program(&dir, TRIAL_PROGRAM, "{}").map_err(|e| e.to_string())?;
-                if let Some(sandbox) = &mut confinement {
-                    sandbox.for_pod_root()?;
-                }
                 child::trial(
                     &python,
                     &dir,
@@ -491,6 +549,11 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         let why = confine.why_no_pod_fs();
         confine.with_pod_fs(Err(why));
     }
+    if let Some(why) = zygote_failed
+        && zygote::required()
+    {
+        return Err(SimError::Zygote(why));
+    }
     if opts.require_sandbox {
         let missing = confine.layers.missing();
         if !missing.is_empty() {
@@ -503,56 +566,6 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
         }
     } else {
         confine::note_missing(&confine.layers);
-    }
-    // One interpreter per bundle, forking each run, where the runs' confinement allows it.
-    let mut zygote = None;
-    if confine.zygote_ready() && !zygote::disabled() {
-        let started = (|| {
-            let home = RunDir::create().map_err(|e| e.to_string())?;
-            let (uid, gid) = confine.pod_user();
-            home.hand_to(uid, gid).map_err(|e| e.to_string())?;
-            incluster::write_environment(
-                &home,
-                &ctx.token,
-                &pki.ca_pem,
-                &bundle.namespace,
-                &ports,
-                Some((hostname.as_str(), api.host())),
-                true,
-            )
-            .map_err(|e| e.to_string())?;
-            incluster::write_program(&home, &bundle.script, &bundle.plan_json)
-                .map_err(|e| e.to_string())?;
-            let plan = podfs::PodFs::plan(home.path(), &interpreter.paths, Some(dir.path()))
-                .map_err(|e| format!("cannot plan its root: {e}"))?;
-            let mut own = confine.clone();
-            own.with_pod_fs(Ok(plan));
-            let mut config = confine.zygote_config();
-            config["landlock"] = confinement
-                .as_ref()
-                .and_then(|s| s.pod_rules_json())
-                .unwrap_or_default();
-            config["staging"] = podfs::STAGING_PATH.into();
-            config["logs"] = serde_json::json!([
-                [incluster::TERMINATION_LOG, incluster::TERMINATION_PATH],
-                [
-                    incluster::ACCESS_LOG,
-                    format!("{}/{}", podfs::HOOK_PATH, incluster::ACCESS_LOG)
-                ],
-            ]);
-            config["preload"] = zygote::preload(&bundle.script).into();
-            config["warm_tls"] = serde_json::json!([
-                api.host().to_string(),
-                api.port(),
-                format!("{}/ca.crt", incluster::SA_PATHS[0]),
-            ]);
-            zygote::Zygote::start(&python, &home, &env, &own, &config).map(|z| (z, home))
-        })();
-        match started {
-            Ok(z) => zygote = Some(z),
-            Err(why) if zygote::required() => return Err(SimError::Zygote(why)),
-            Err(_) => {}
-        }
     }
     let timeout_text = format!("{:.1} s", opts.timeout.as_secs_f64());
     let mut findings = Vec::new();
