@@ -495,7 +495,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             api.port(),
             format!("{}/ca.crt", incluster::SA_PATHS[0]),
         ]);
-        zygote::Zygote::start(&python, &home, &env, &own, &config).map(|z| (z, home))
+        zygote::Zygote::start(&python, &home, env, &own, &config).map(|z| (z, home))
     };
     let mut zygote = None;
     let mut zygote_failed = None;
