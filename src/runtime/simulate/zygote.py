@@ -49,7 +49,7 @@ def _serve(install_audit, reset_clock):
         line += more
     config = json.loads(line)
     libc = ctypes.CDLL(None, use_errno=True)
-    for name in ("mount", "umount2", "unshare", "prctl"):
+    for name in ("mount", "umount2", "unshare", "setns", "prctl"):
         getattr(libc, name).restype = ctypes.c_int
     libc.syscall.restype = ctypes.c_long
     for name in config["preload"]:
@@ -195,34 +195,20 @@ def _serve(install_audit, reset_clock):
         for program in config["seccomp"]:
             seccomp(program)
 
-    def run(fds):
-        # The waiter: in the run's new namespaces, it starts the run's first process and ends
-        # as that process ends (the kernel then kills everything else in its PID namespace).
-        os.setsid()
-        check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # killed with the zygote
-        first = os.fork()
-        if first == 0:
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # killed with the waiter
-            try:
-                confine(fds)
-                say("ready")
-            except BaseException as e:
-                try:
-                    say("fail " + str(e))
-                finally:
-                    os._exit(125)
-            os.closerange(3, 1 << 20)
-            return
-        os.closerange(3, 1 << 20)
-        _, status = os.waitpid(first, 0)
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
-            os._exit(128 + sig)
-        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 127)
+    def start(fds):
+        # The run's first process, process 1 of its PID namespace: its own mount, IPC and UTS
+        # namespaces, then its confinement. It stays in the zygote's session without leading
+        # a group, as a fresh run's program stays in its waiter's (both leaders out of its
+        # sight; it may make a session of its own, and the zygote, root, is beyond its
+        # signals). Its namespace is inside the zygote's, so it ends with the zygote (process
+        # 1 there); when it ends, the kernel kills everything else in its own.
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        check(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+        confine(fds)
 
+    # The zygote's own PID namespace, to come back to after each run's: unshare(CLONE_NEWPID)
+    # places the next child, and only the next, in a new one.
+    own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 16, 8)
@@ -235,16 +221,26 @@ def _serve(install_audit, reset_clock):
                 os.close(fd)
             say("fail the run's descriptors did not arrive")
             continue
-        waiter = os.fork()
-        if waiter == 0:
+        try:
+            check(libc.setns(own_pid_namespace, CLONE_NEWPID), "setns")
+            check(libc.unshare(CLONE_NEWPID), "unshare")
+        except OSError as e:
+            for fd in fds:
+                os.close(fd)
+            say("fail " + str(e))
+            continue
+        first = os.fork()
+        if first == 0:
             try:
-                run(fds)
+                start(fds)
+                say("ready")
             except BaseException as e:
                 try:
                     say("fail " + str(e))
                 finally:
                     os._exit(125)
-            # The run's first process, confined: the program runs from here.
+            # Confined: the program runs from here.
+            os.closerange(3, 1 << 20)
             control.detach()
             for name in [n for n in sys.modules if n == "ctypes" or n.startswith("ctypes.") or n == "_ctypes"]:
                 del sys.modules[name]
@@ -253,7 +249,7 @@ def _serve(install_audit, reset_clock):
             return code
         for fd in fds:
             os.close(fd)
-        _, status = os.waitpid(waiter, 0)
+        _, status = os.waitpid(first, 0)
         say("exit %d" % status)
 
 

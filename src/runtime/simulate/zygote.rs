@@ -9,8 +9,8 @@
 //! an allowlist: nothing of the change under review runs there) and then waits inside its own
 //! import, as root of those namespaces. For each run credlint sends it the run's output pipes
 //! (the run's folder, with its termination log and access log, is bound in the zygote's root);
-//! it forks a waiter, which makes the run's mount, PID, IPC
-//! and UTS namespaces and forks the run's first process; that process mounts its own `/proc`,
+//! it forks the run's first process as process 1 of a new PID namespace (no waiter: the
+//! zygote itself waits for it), which makes its own mount, IPC and UTS namespaces, mounts its own `/proc`,
 //! `/dev/shm` and the run's two logs, then confines itself as [`Confine::in_child`] confines a
 //! program (limits, the pod's user and user namespace, no capabilities, `no_new_privs`,
 //! Landlock, seccomp, descriptors closed), says so, and returns from the hook's import; the
