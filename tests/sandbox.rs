@@ -410,6 +410,32 @@ fn as_root_run_folders_are_a_tmpfs_the_host_never_sees() {
     );
 }
 
+/// The program is process 1 of its PID namespace, in a session and process group it does not
+/// lead (their leaders are out of its sight), so it may make a session of its own: the same
+/// whether its run was forked from the zygote or started afresh (both are run here as root).
+#[test]
+fn the_program_is_process_1_and_leads_no_group_or_session() {
+    if !python_or_skip() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: needs root (without it the PID namespace depends on the container)");
+        return;
+    }
+    let dir = common::temp_dir("sandbox-session");
+    bundle(
+        &dir,
+        "import os as _o\n\
+         _seen = (_o.getpid(), _o.getpgrp(), _o.getsid(0))\n\
+         if _seen != (1, 0, 0):\n\
+         \x20   raise SystemExit('process, group and session seen as %r' % (_seen,))\n\
+         _o.setsid()",
+    );
+    let run = simulate(&dir, &[], None);
+    assert_eq!(run.code, Some(0), "{:?} {}", run.findings(), run.stderr);
+}
+
 #[test]
 fn as_root_the_program_runs_as_the_pods_user_with_processes_bounded() {
     if !python_or_skip() {
