@@ -27,6 +27,19 @@ fn python_or_skip() -> bool {
     found
 }
 
+/// [`python_or_skip`], and root: a test that needs root says why it is skipped without it.
+fn python_and_root_or_skip(why: &str) -> bool {
+    if !python_or_skip() {
+        return false;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("SKIPPED: needs root ({why})");
+    }
+    root
+}
+
 struct Run {
     code: Option<i32>,
     stdout: String,
@@ -352,12 +365,7 @@ fn memory_file_size_and_process_bombs_are_bounded() {
 /// the folders are gone when credlint ends.
 #[test]
 fn as_root_run_folders_are_a_tmpfs_the_host_never_sees() {
-    if !python_or_skip() {
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: needs root (credlint mounts the run folders in its own namespace)");
+    if !python_and_root_or_skip("credlint mounts the run folders in its own namespace") {
         return;
     }
     let dir = common::temp_dir("sandbox-scratch");
@@ -415,12 +423,7 @@ fn as_root_run_folders_are_a_tmpfs_the_host_never_sees() {
 /// whether its run was forked from the zygote or started afresh (both are run here as root).
 #[test]
 fn the_program_is_process_1_and_leads_no_group_or_session() {
-    if !python_or_skip() {
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: needs root (without it the PID namespace depends on the container)");
+    if !python_and_root_or_skip("without it the PID namespace depends on the container") {
         return;
     }
     let dir = common::temp_dir("sandbox-session");
@@ -1195,12 +1198,7 @@ fn the_program_runs_as_the_jobs_user_in_the_pods_root() {
 /// `pod-filesystem` held exactly where the program saw the pod's paths.
 #[test]
 fn without_root_the_pod_root_is_built_in_the_programs_user_namespace() {
-    if !python_or_skip() {
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: starting credlint as another user needs root");
+    if !python_and_root_or_skip("the test starts credlint as another user") {
         return;
     }
     if !Path::new("/usr/bin/python3").is_file() {

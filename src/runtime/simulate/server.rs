@@ -3,7 +3,8 @@
 //!
 //! Threads only: an accept loop blocks in `accept` until a connection comes or the service is
 //! stopped (shutting the listener down wakes it; a [`TICK`] timeout on the listener bounds the
-//! wait even so), each connection gets a thread whose socket reads time out every [`TICK`] so
+//! wait even so), each connection is served by a thread of the service's own (kept for the
+//! next connection; a new one while all are busy) whose socket reads time out every [`TICK`] so
 //! that it notices the stop flag, and dropping a [`Service`]
 //! stops the loop, closes the port and joins every thread. A panic in a handler ends that
 //! connection only.
@@ -120,15 +121,31 @@ impl Drop for Service {
     }
 }
 
+/// A service's connection threads: each serves one connection, then waits for the next, so
+/// that the dozen connections of a run do not each start a thread. A connection that finds
+/// every thread busy gets a new one, up to [`MAX_CONNECTIONS`] at a time; past that it is
+/// closed unanswered.
+#[derive(Default)]
+struct Workers {
+    queue: Mutex<Queue>,
+    ready: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// Accepted, not yet taken by a thread.
+    waiting: std::collections::VecDeque<TcpStream>,
+    /// Threads waiting for a connection, and threads in all.
+    idle: usize,
+    live: usize,
+}
+
 fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBool>) {
-    let mut connections: Vec<JoinHandle<()>> = Vec::new();
+    let workers = Arc::new(Workers::default());
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
     while !stop.load(Ordering::Acquire) {
         match listener.accept() {
             Ok((stream, _)) => {
-                connections.retain(|c| !c.is_finished());
-                if connections.len() >= MAX_CONNECTIONS {
-                    continue;
-                }
                 let configured = stream.set_nonblocking(false).is_ok()
                     && stream.set_read_timeout(Some(TICK)).is_ok()
                     && stream
@@ -137,15 +154,35 @@ fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBoo
                 if !configured {
                     continue;
                 }
-                let handler = Arc::clone(&handler);
-                let flag = Arc::clone(&stop);
+                let mut queue = lock(&workers.queue);
+                if queue.idle > queue.waiting.len() {
+                    queue.waiting.push_back(stream);
+                    drop(queue);
+                    workers.ready.notify_one();
+                    continue;
+                }
+                if queue.live >= MAX_CONNECTIONS {
+                    continue;
+                }
+                queue.waiting.push_back(stream);
+                queue.live += 1;
+                drop(queue);
+                threads.retain(|t| !t.is_finished());
+                let (workers_, handler, flag) = (
+                    Arc::clone(&workers),
+                    Arc::clone(&handler),
+                    Arc::clone(&stop),
+                );
                 let spawned = thread::Builder::new()
                     .name("credlint-sim-conn".into())
-                    .spawn(move || {
-                        let _ = catch_unwind(AssertUnwindSafe(|| handler(stream, &flag)));
-                    });
-                if let Ok(t) = spawned {
-                    connections.push(t);
+                    .spawn(move || serve_connections(&workers_, &*handler, &flag));
+                match spawned {
+                    Ok(t) => threads.push(t),
+                    Err(_) => {
+                        let mut queue = lock(&workers.queue);
+                        queue.live -= 1;
+                        queue.waiting.pop_back();
+                    }
                 }
             }
             Err(e) if again(&e) => {}
@@ -155,8 +192,39 @@ fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBoo
         }
     }
     drop(listener);
-    for c in connections {
-        let _ = c.join();
+    {
+        // Under the lock: a thread that saw no stop flag is already waiting, and wakes.
+        let mut queue = lock(&workers.queue);
+        queue.waiting.clear();
+        workers.ready.notify_all();
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+/// One connection thread: serves connections from the queue until the service stops.
+fn serve_connections(workers: &Workers, handler: &Handler, stop: &AtomicBool) {
+    loop {
+        let stream = {
+            let mut queue = lock(&workers.queue);
+            loop {
+                if stop.load(Ordering::Acquire) {
+                    queue.live -= 1;
+                    return;
+                }
+                if let Some(stream) = queue.waiting.pop_front() {
+                    break stream;
+                }
+                queue.idle += 1;
+                queue = workers
+                    .ready
+                    .wait(queue)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                queue.idle -= 1;
+            }
+        };
+        let _ = catch_unwind(AssertUnwindSafe(|| handler(stream, stop)));
     }
 }
 
