@@ -5,8 +5,10 @@
 //! folders made and removed within seconds. On a disk filesystem each made inode costs a search
 //! past the recently freed ones (ext4 without a journal skips every inode freed in the last
 //! half minute), which grew to several per cent of a simulation's CPU (docs/performance.md).
-//! A tmpfs makes that free, bounds what a run can write in all (its size, where the file-size
-//! limit bounds one file only), and goes with its namespace: nothing of it outlives credlint.
+//! A tmpfs makes that free, bounds what a program that runs in the host's root can write into
+//! its folder in all (its size, where the file-size limit bounds one file only; in the pod's
+//! root only the logs are writable there), and goes with its namespace: nothing of it
+//! outlives credlint.
 //!
 //! The namespace is the calling thread's alone (namespaces belong to threads): threads it starts
 //! later inherit it, threads started before stay in the host's. So a run folder is mounted only

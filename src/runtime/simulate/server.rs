@@ -167,7 +167,6 @@ fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBoo
                 queue.waiting.push_back(stream);
                 queue.live += 1;
                 drop(queue);
-                threads.retain(|t| !t.is_finished());
                 let (workers_, handler, flag) = (
                     Arc::clone(&workers),
                     Arc::clone(&handler),

@@ -67,6 +67,7 @@ def _serve(install_audit, reset_clock):
     except BaseException:
         code = None
     warm = config.get("warm_tls")
+    # The startup hook has loaded ssl wherever the interpreter has it.
     if warm and "ssl" in sys.modules:
         # OpenSSL sets up what a handshake uses (its providers' algorithms, decoders and
         # tables) on a process's first handshake, and keeps it: one handshake with the fake API
