@@ -327,6 +327,9 @@ pub fn make_pki() -> Result<Pki, String> {
         .with_single_cert(chain, key)
         .map_err(|e| e.to_string())?;
     tls.ignore_client_order = true;
+    // One session ticket a connection, as Go's TLS 1.3 server (the API server's) sends; rustls
+    // would send two.
+    tls.send_tls13_tickets = 1;
     Ok(Pki {
         ca_pem: ca_cert.pem(),
         tls: Arc::new(tls),

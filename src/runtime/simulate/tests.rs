@@ -1011,6 +1011,83 @@ fn failures_quote_stderr_without_values() {
 
 // ---- the server, without python ----
 
+/// A TLS client's view of the fake API server: TLS 1.3, and one session ticket a connection,
+/// as a cluster's API server (Go's TLS server) sends.
+#[test]
+fn the_api_server_sends_one_session_ticket_a_connection() {
+    use base64::Engine;
+    use rustls::client::{Resumption, Tls12ClientSessionValue, Tls13ClientSessionValue};
+    use rustls::pki_types::{CertificateDer, ServerName};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Keeps nothing; counts the TLS 1.3 tickets the server sent.
+    #[derive(Debug, Default)]
+    struct Tickets(AtomicUsize);
+    impl rustls::client::ClientSessionStore for Tickets {
+        fn set_kx_hint(&self, _: ServerName<'static>, _: rustls::NamedGroup) {}
+        fn kx_hint(&self, _: &ServerName<'_>) -> Option<rustls::NamedGroup> {
+            None
+        }
+        fn set_tls12_session(&self, _: ServerName<'static>, _: Tls12ClientSessionValue) {}
+        fn tls12_session(&self, _: &ServerName<'_>) -> Option<Tls12ClientSessionValue> {
+            None
+        }
+        fn remove_tls12_session(&self, _: &ServerName<'static>) {}
+        fn insert_tls13_ticket(&self, _: ServerName<'static>, _: Tls13ClientSessionValue) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+        fn take_tls13_ticket(&self, _: &ServerName<'static>) -> Option<Tls13ClientSessionValue> {
+            None
+        }
+    }
+
+    let pki = incluster::make_pki().unwrap();
+    let body: String = pki
+        .ca_pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from(der)).unwrap();
+    let tickets = Arc::new(Tickets::default());
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.resumption = Resumption::store(tickets.clone());
+    let name = ServerName::try_from("kubernetes.default.svc").unwrap();
+    let mut client = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let mut server = rustls::ServerConnection::new(pki.tls).unwrap();
+    // Records back and forth until neither side has more to say.
+    for _ in 0..10 {
+        let mut wire = Vec::new();
+        while client.wants_write() {
+            client.write_tls(&mut wire).unwrap();
+        }
+        server.read_tls(&mut wire.as_slice()).unwrap();
+        server.process_new_packets().unwrap();
+        let mut wire = Vec::new();
+        while server.wants_write() {
+            server.write_tls(&mut wire).unwrap();
+        }
+        client.read_tls(&mut wire.as_slice()).unwrap();
+        client.process_new_packets().unwrap();
+    }
+    assert!(!client.is_handshaking());
+    assert_eq!(
+        client.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_3)
+    );
+    assert_eq!(tickets.0.load(Ordering::Relaxed), 1);
+}
+
 fn context(rules: Vec<RoleRule>) -> ApiContext {
     let pki = incluster::make_pki().unwrap();
     ApiContext {
