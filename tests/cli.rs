@@ -367,3 +367,28 @@ fn the_binary_is_position_independent() {
         "ELF type {kind}: 3 is a position-independent executable, 2 one at a fixed address"
     );
 }
+
+/// A temporary folder that cannot hold run folders stops `simulate` with exit 2 and a message
+/// that names it, before any program runs.
+#[test]
+fn simulate_names_the_temporary_folder_it_cannot_use() {
+    let dir = temp_dir("simulate-tmpdir");
+    let missing = dir.join("no-such-folder");
+    let output = common::command()
+        .env("TMPDIR", &missing)
+        .args(["simulate", "--no-cache", "fixtures/clean/cache.yaml"])
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "no run folder can be made in {}",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!missing.exists());
+}

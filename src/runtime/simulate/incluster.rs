@@ -107,10 +107,10 @@ impl RunDir {
                     return Ok(dir);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = e,
-                Err(e) => return Err(e),
+                Err(e) => return Err(in_base(&base, e)),
             }
         }
-        Err(last)
+        Err(in_base(&base, last))
     }
 
     pub fn path(&self) -> &Path {
@@ -272,6 +272,17 @@ fn unlock(dir: &Path, depth: usize) {
             }
         }
     }
+}
+
+/// `error`, saying in which folder the run folder was to be made (`TMPDIR` or `/tmp`).
+fn in_base(base: &Path, error: io::Error) -> io::Error {
+    io::Error::new(
+        error.kind(),
+        format!(
+            "no run folder can be made in {} (TMPDIR, or /tmp where it is unset): {error}",
+            base.display()
+        ),
+    )
 }
 
 /// The CA (PEM, for `ca.crt`) and the API server's TLS configuration.
