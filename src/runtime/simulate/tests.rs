@@ -1063,27 +1063,24 @@ fn the_api_server_sends_one_session_ticket_a_connection() {
     .with_no_client_auth();
     config.resumption = Resumption::store(tickets.clone());
     let name = ServerName::try_from("kubernetes.default.svc").unwrap();
-    let mut client = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let mut server = rustls::ServerConnection::new(pki.tls).unwrap();
-    // Records back and forth until neither side has more to say (an empty read would be
-    // taken for the end of the stream).
+    let mut client =
+        rustls::Connection::from(rustls::ClientConnection::new(Arc::new(config), name).unwrap());
+    let mut server = rustls::Connection::from(rustls::ServerConnection::new(pki.tls).unwrap());
+    // What one side has to say, handed to the other (never an empty read: rustls takes that
+    // for the end of the stream).
+    let pass = |from: &mut rustls::Connection, to: &mut rustls::Connection| {
+        let mut wire = Vec::new();
+        while from.wants_write() {
+            from.write_tls(&mut wire).unwrap();
+        }
+        if !wire.is_empty() {
+            to.read_tls(&mut wire.as_slice()).unwrap();
+            to.process_new_packets().unwrap();
+        }
+    };
     for _ in 0..10 {
-        let mut wire = Vec::new();
-        while client.wants_write() {
-            client.write_tls(&mut wire).unwrap();
-        }
-        if !wire.is_empty() {
-            server.read_tls(&mut wire.as_slice()).unwrap();
-            server.process_new_packets().unwrap();
-        }
-        let mut wire = Vec::new();
-        while server.wants_write() {
-            server.write_tls(&mut wire).unwrap();
-        }
-        if !wire.is_empty() {
-            client.read_tls(&mut wire.as_slice()).unwrap();
-            client.process_new_packets().unwrap();
-        }
+        pass(&mut client, &mut server);
+        pass(&mut server, &mut client);
     }
     assert!(!client.is_handshaking());
     assert_eq!(
