@@ -567,8 +567,7 @@ fn a_file_without_read_permission_is_unreadable() {
     .unwrap();
     let display = dir.to_string_lossy().into_owned();
     let binary = env!("CARGO_BIN_EXE_credlint");
-    // SAFETY: geteuid has no preconditions.
-    let run = if unsafe { libc::geteuid() } == 0 {
+    let run = if common::is_root() {
         // Permissions do not stop root: drop to nobody for the run, where setpriv exists.
         let Ok(setpriv) = which("setpriv") else {
             eprintln!("skipped: running as root without setpriv");

@@ -32,8 +32,7 @@ fn python_and_root_or_skip(why: &str) -> bool {
     if !python_or_skip() {
         return false;
     }
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = common::is_root();
     if !root {
         eprintln!("SKIPPED: needs root ({why})");
     }
@@ -444,10 +443,8 @@ fn as_root_the_program_runs_as_the_pods_user_with_processes_bounded() {
     if !python_or_skip() {
         return;
     }
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
     let python = Path::new("/usr/bin/python3");
-    if !root || !python.is_file() {
+    if !common::is_root() || !python.is_file() {
         eprintln!("SKIPPED: needs root and /usr/bin/python3 (a path every user can reach)");
         return;
     }

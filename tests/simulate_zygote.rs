@@ -22,8 +22,7 @@ fn root_and_python_or_skip() -> bool {
         );
         return false;
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         eprintln!("SKIPPED the zygote is used only where credlint is root");
         return false;
     }

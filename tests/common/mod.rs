@@ -72,6 +72,11 @@ pub fn temp_dir(name: &str) -> TempDir {
 
 pub use credlint::testkit::TempDir;
 
+/// Whether the tests run as root (what credlint may then do: namespaces, mounts, other users).
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
 /// Copies a file or folder of the repository into `dir`, under the same name.
 pub fn copy_in(from: &str, dir: &Path) -> PathBuf {
     let source = root().join(from);
@@ -112,9 +117,7 @@ pub fn zygote_and_fresh<R>(
     run: impl Fn(&[(&str, &str)]) -> R,
     said: impl Fn(&R) -> (Option<i32>, String, String),
 ) -> R {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root || env.iter().any(|(k, _)| *k == "CREDLINT_ZYGOTE") {
+    if !is_root() || env.iter().any(|(k, _)| *k == "CREDLINT_ZYGOTE") {
         return run(env);
     }
     let with = |mode| run(&[env, &[("CREDLINT_ZYGOTE", mode)]].concat());

@@ -1015,8 +1015,8 @@ fn failures_quote_stderr_without_values() {
 /// as a cluster's API server (Go's TLS server) sends.
 #[test]
 fn the_api_server_sends_one_session_ticket_a_connection() {
-    use base64::Engine;
     use rustls::client::{Resumption, Tls12ClientSessionValue, Tls13ClientSessionValue};
+    use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, ServerName};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1043,16 +1043,10 @@ fn the_api_server_sends_one_session_ticket_a_connection() {
     }
 
     let pki = incluster::make_pki().unwrap();
-    let body: String = pki
-        .ca_pem
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .collect();
-    let der = base64::engine::general_purpose::STANDARD
-        .decode(body)
-        .unwrap();
     let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from(der)).unwrap();
+    roots
+        .add(CertificateDer::from_pem_slice(pki.ca_pem.as_bytes()).unwrap())
+        .unwrap();
     let tickets = Arc::new(Tickets::default());
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),

@@ -10,8 +10,8 @@
 //! import, as root of those namespaces. For each run credlint sends it the run's output pipes
 //! (the run's folder, with its termination log and access log, is bound in the zygote's root);
 //! it forks the run's first process as process 1 of a new PID namespace (no waiter: the
-//! zygote itself waits for it), which makes its own mount, IPC and UTS namespaces, mounts its own `/proc`,
-//! `/dev/shm` and the run's two logs, then confines itself as [`Confine::in_child`] confines a
+//! zygote itself waits for it), which makes its own mount, IPC and UTS namespaces, mounts its
+//! own `/proc`, `/dev/shm` and the run's two logs, then confines itself as [`Confine::in_child`] confines a
 //! program (limits, the pod's user and user namespace, no capabilities, `no_new_privs`,
 //! Landlock, seccomp, descriptors closed), says so, and returns from the hook's import; the
 //! hook's last lines run create.py, compiled once in the zygote, as the interpreter runs a
