@@ -1278,3 +1278,131 @@ fn without_root_the_pod_root_is_built_in_the_programs_user_namespace() {
         eprintln!("note: no pod's root without root here: {missing:?}");
     }
 }
+
+/// The program finds the environment its pod would have: the container's variables as the
+/// kubelet builds them (`fieldRef`s, `resourceFieldRef`s, the bundle's ConfigMap's keys,
+/// `envFrom`,
+/// `$(VAR)` expanded), `HOSTNAME`, and, in the pod's root, an image's defaults in place of the
+/// host's `PATH`, `HOME` and pyenv variables. A Secret's key the render cannot tell is left
+/// out, and credlint says so. Before, the container's variables were missing (a program that
+/// read one failed) and the host's leaked in.
+#[test]
+fn the_program_sees_its_containers_environment_and_not_the_hosts() {
+    if !python_or_skip() {
+        return;
+    }
+    let dir = common::temp_dir("sandbox-pod-env");
+    let check = "import os as _o, socket as _s, sys as _y\n\
+        _e = _o.environ\n\
+        _want = {\n\
+        \x20   'POD_NAMESPACE': 'shop', 'SA': 'shop-db-credentials', 'POD_IP': '127.0.0.1',\n\
+        \x20   'CPU_MILLI': '500', 'MEMORY_MIB': '256', 'MISSING_LABEL': '', 'TEAM': 'payments',\n\
+        \x20   'MODE': 'fast', 'CREDENTIALS_mode': 'fast',\n\
+        \x20   'DOLLAR_REF': '$(POD_NAMESPACE) $x $(open',\n\
+        \x20   'URL': 'https://%s:%s/shop/$(UNDEFINED)' % (_e.get('KUBERNETES_SERVICE_HOST'), _e.get('KUBERNETES_SERVICE_PORT')),\n\
+        \x20   'POD_NAME': _s.gethostname(), 'HOSTNAME': _s.gethostname(),\n\
+        \x20   'PLAN': open(_y.argv[1]).read(), 'CREDENTIALS_plan.json': open(_y.argv[1]).read(),\n\
+        }\n\
+        _wrong = ['%s=%r' % (k, _e.get(k)) for k, v in _want.items() if _e.get(k) != v]\n\
+        _wrong += [k for k in ('ADMIN', 'PYENV_ROOT', 'PYENV_VERSION') if k in _e]\n\
+        if not _e.get('JOB', '').startswith('shop-db-credentials-') or len(_e.get('POD_UID', '')) != 36:\n\
+        \x20   _wrong.append('JOB or POD_UID')\n\
+        if _e.get('WANT_PATH') and not _e.get('PYTHONPATH', '').endswith(':' + _e['WANT_PATH']):\n\
+        \x20   _wrong.append('PYTHONPATH=%r' % _e.get('PYTHONPATH'))\n\
+        if _o.path.exists('/credentials/create.py') and (_e.get('HOME'), _e.get('PATH')) != ('/', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'):\n\
+        \x20   _wrong.append('HOME or PATH of the host: %r %r' % (_e.get('HOME'), _e.get('PATH')))\n\
+        if _wrong:\n\
+        \x20   raise SystemExit('WRONG ' + ', '.join(_wrong))\n";
+    let script = format!(
+        "{check}\n{}",
+        std::fs::read_to_string(common::root().join("fixtures/runtime/create.py")).unwrap()
+    );
+    let spec = credlint::testkit::render::Spec::example("shop", "shop-db", "component", &script);
+    let command = "          command: [python3, /credentials/create.py, /credentials/plan.json]\n";
+    let env = "          env:\n\
+        \x20           - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}\n\
+        \x20           - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n\
+        \x20           - {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}\n\
+        \x20           - {name: SA, valueFrom: {fieldRef: {fieldPath: spec.serviceAccountName}}}\n\
+        \x20           - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n\
+        \x20           - {name: JOB, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['job-name']\"}}}\n\
+        \x20           - {name: TEAM, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['team']\"}}}\n\
+        \x20           - {name: MISSING_LABEL, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['none']\"}}}\n\
+        \x20           - {name: URL, value: 'https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)/$(POD_NAMESPACE)/$(UNDEFINED)'}\n\
+        \x20           - {name: DOLLAR_REF, value: '$$(POD_NAMESPACE) $x $(open'}\n\
+        \x20           - {name: CPU_MILLI, valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1m}}}\n\
+        \x20           - {name: MEMORY_MIB, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}\n\
+        \x20           - {name: PLAN, valueFrom: {configMapKeyRef: {name: shop-db-credentials, key: plan.json}}}\n\
+        \x20           - {name: ADMIN, valueFrom: {secretKeyRef: {name: db-admin, key: password}}}\n\
+        \x20           - {name: MODE, valueFrom: {configMapKeyRef: {name: shop-db-credentials, key: mode}}}\n\
+        \x20         envFrom:\n\
+        \x20           - {prefix: CREDENTIALS_, configMapRef: {name: shop-db-credentials}}\n\
+        \x20         resources:\n\
+        \x20           limits: {cpu: 500m, memory: 256Mi}\n";
+    // Without and with a variable that acts as the interpreter starts (`PYTHONPATH`): as
+    // root, the first runs forked from a zygote, which sets the variables in each run once
+    // confined; the second a fresh interpreter each run, started with them.
+    let python_path = "            - {name: PYTHONPATH, value: /opt/lib}\n\
+                       \x20           - {name: WANT_PATH, value: /opt/lib}\n";
+    for extra in ["", python_path] {
+        let env = env.replacen(
+            "          envFrom:",
+            &format!("{extra}          envFrom:"),
+            1,
+        );
+        let rendered = spec
+            .render()
+            .replacen(command, &format!("{command}{env}"), 1)
+            .replacen(
+                "  template:\n    spec:\n",
+                "  template:\n    metadata:\n      labels: {team: payments}\n    spec:\n",
+                1,
+            )
+            .replacen(
+                "data:\n  plan.json:",
+                "data:\n  mode: fast\n  plan.json:",
+                1,
+            );
+        assert!(rendered.contains("envFrom") && rendered.contains("team: payments"));
+        assert!(rendered.contains("  mode: fast\n"));
+        assert_eq!(rendered.contains("name: WANT_PATH"), !extra.is_empty());
+        std::fs::write(dir.join("bundle.yaml"), rendered).unwrap();
+        let run = simulate(&dir, &[], None);
+        assert_eq!(run.code, Some(0), "{:?}\n{}", run.findings(), run.stderr);
+        assert_eq!(run.findings(), Vec::new(), "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("the program runs without ADMIN (key password of Secret db-admin)"),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+/// A variable taken from a key the bundle's ConfigMap does not hold, not marked optional,
+/// keeps the kubelet from starting the container: the bundle is not simulated, and credlint
+/// says why.
+#[test]
+fn a_container_that_could_not_start_is_not_simulated() {
+    let dir = common::temp_dir("sandbox-pod-env-missing");
+    let spec =
+        credlint::testkit::render::Spec::example("shop", "shop-db", "component", "print(1)\n");
+    let command = "          command: [python3, /credentials/create.py, /credentials/plan.json]\n";
+    let env = "          env:\n\
+        \x20           - {name: MODE, valueFrom: {configMapKeyRef: {name: shop-db-credentials, key: mode}}}\n";
+    let rendered = spec
+        .render()
+        .replacen(command, &format!("{command}{env}"), 1);
+    assert!(rendered.contains("key: mode"));
+    std::fs::write(dir.join("bundle.yaml"), rendered).unwrap();
+    let run = simulate_once(&dir, &[], None, &[]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "is not simulated: its Job's container would not start: MODE takes key mode of \
+             ConfigMap shop-db-credentials, which does not hold it"
+        ),
+        "{}",
+        run.stderr
+    );
+}

@@ -7,7 +7,8 @@ use crate::common::sha256::Sha256State;
 use crate::load::source::{At, Loc};
 use crate::load::yaml::Span;
 use crate::model::bundle::{
-    ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner, Plan, RoleRule, Volume,
+    ConfigMapFacts, ContainerEnv, EnvEntry, EnvFromEntry, EnvSource, Facts, JobFacts, Member,
+    MemberKind, Mount, ObjectKey, Owner, Plan, RoleRule, Volume,
 };
 use crate::model::outcome::{FileOut, IgnoreAnnotation, Outcome, RunOut, Summary};
 use crate::model::writers::{self, Controller, Expression, Selector, Subject, WriterKind};
@@ -427,6 +428,7 @@ impl Writer {
             plan_text,
             script,
             script_loc,
+            other_data,
         } = cm;
         self.opt(
             plan,
@@ -465,6 +467,10 @@ impl Writer {
         self.opt(plan_text, |w, t| w.str(t));
         self.opt(script, |w, t| w.str(t));
         self.opt(script_loc, Writer::at);
+        self.seq(other_data, |w, (k, v)| {
+            w.str(k);
+            w.str(v);
+        });
     }
 
     fn job(&mut self, j: &JobFacts) {
@@ -482,6 +488,7 @@ impl Writer {
             fs_group,
             run_as_user,
             run_as_group,
+            env,
         } = j;
         self.str(name);
         self.at(pod_loc);
@@ -548,6 +555,77 @@ impl Writer {
         for id in [run_as_user, run_as_group] {
             self.opt(id, |w, v| w.u64(*v as u64));
         }
+        self.container_env(env);
+    }
+
+    fn container_env(&mut self, e: &ContainerEnv) {
+        let ContainerEnv {
+            env,
+            env_from,
+            resources,
+            labels,
+            annotations,
+        } = e;
+        self.seq(env, |w, EnvEntry { name, source }| {
+            w.str(name);
+            match source {
+                EnvSource::Value(v) => {
+                    w.u8(0);
+                    w.str(v);
+                }
+                EnvSource::Field(f) => {
+                    w.u8(1);
+                    w.str(f);
+                }
+                EnvSource::Resource { resource, divisor } => {
+                    w.u8(2);
+                    w.str(resource);
+                    w.opt(divisor, |w, d| w.str(d));
+                }
+                EnvSource::Key(key) => {
+                    w.u8(3);
+                    w.object_key(key);
+                }
+                EnvSource::Invalid(why) => {
+                    w.u8(4);
+                    w.str(why);
+                }
+            }
+        });
+        self.seq(
+            env_from,
+            |w,
+             EnvFromEntry {
+                 secret,
+                 name,
+                 prefix,
+                 optional,
+             }| {
+                w.u8(u8::from(*secret));
+                w.str(name);
+                w.str(prefix);
+                w.u8(u8::from(*optional));
+            },
+        );
+        for pairs in [resources, labels, annotations] {
+            self.seq(pairs, |w, (k, v)| {
+                w.str(k);
+                w.str(v);
+            });
+        }
+    }
+
+    fn object_key(&mut self, k: &ObjectKey) {
+        let ObjectKey {
+            secret,
+            name,
+            key,
+            optional,
+        } = k;
+        self.u8(u8::from(*secret));
+        self.str(name);
+        self.str(key);
+        self.u8(u8::from(*optional));
     }
 }
 
@@ -856,6 +934,7 @@ impl<'b> Reader<'b> {
             plan_text: self.opt(Reader::string)?,
             script: self.opt(Reader::string)?,
             script_loc: self.opt(Reader::at)?,
+            other_data: self.seq(|r| Some((r.string()?, r.string()?)))?,
         })
     }
 
@@ -895,6 +974,49 @@ impl<'b> Reader<'b> {
             fs_group: self.flag()?,
             run_as_user: self.opt(|r| Some(r.u64()? as i64))?,
             run_as_group: self.opt(|r| Some(r.u64()? as i64))?,
+            env: self.container_env()?,
+        })
+    }
+
+    fn container_env(&mut self) -> Option<ContainerEnv> {
+        let env = self.seq(|r| {
+            let name = r.string()?;
+            let source = match r.u8()? {
+                0 => EnvSource::Value(r.string()?),
+                1 => EnvSource::Field(r.string()?),
+                2 => EnvSource::Resource {
+                    resource: r.string()?,
+                    divisor: r.opt(Reader::string)?,
+                },
+                3 => EnvSource::Key(ObjectKey {
+                    secret: r.flag()?,
+                    name: r.string()?,
+                    key: r.string()?,
+                    optional: r.flag()?,
+                }),
+                4 => EnvSource::Invalid(r.string()?),
+                _ => return None,
+            };
+            Some(EnvEntry { name, source })
+        })?;
+        let env_from = self.seq(|r| {
+            Some(EnvFromEntry {
+                secret: r.flag()?,
+                name: r.string()?,
+                prefix: r.string()?,
+                optional: r.flag()?,
+            })
+        })?;
+        let mut pairs = || self.seq(|r| Some((r.string()?, r.string()?)));
+        let resources = pairs()?;
+        let labels = pairs()?;
+        let annotations = pairs()?;
+        Some(ContainerEnv {
+            env,
+            env_from,
+            resources,
+            labels,
+            annotations,
         })
     }
 }

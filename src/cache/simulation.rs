@@ -12,7 +12,8 @@
 use super::{Cache, HEADER};
 pub use crate::runtime::simulate::Simulated;
 use crate::runtime::simulate::{
-    LAYER_NAMES, Layers, RULES, RoleRule, SCENARIOS, SimBundle, SimFinding, SimOptions,
+    EnvSource, EnvVar, LAYER_NAMES, Layers, PodField, RULES, RoleRule, SCENARIOS, SimBundle,
+    SimFinding, SimOptions,
 };
 use sha2::{Digest, Sha256};
 
@@ -80,6 +81,8 @@ impl SimContext {
             script,
             role_rules,
             run_as: (uid, gid),
+            env,
+            unset,
         } = bundle;
         let mut state = self.state.clone();
         for text in [namespace, owner, kind, plan_json, script] {
@@ -108,6 +111,31 @@ impl SimContext {
             list(&mut state, verbs);
             list(&mut state, non_resource_urls);
         }
+        state.update((env.len() as u64).to_le_bytes());
+        for EnvVar { name, source } in env {
+            field(&mut state, name.as_bytes());
+            match source {
+                EnvSource::Text(text) => {
+                    state.update([0]);
+                    field(&mut state, text.as_bytes());
+                }
+                EnvSource::Known(value) => {
+                    state.update([1]);
+                    field(&mut state, value.as_bytes());
+                }
+                EnvSource::Pod(pod) => state.update([
+                    2,
+                    match pod {
+                        PodField::Name => 0,
+                        PodField::Uid => 1,
+                        PodField::NodeName => 2,
+                        PodField::Address => 3,
+                        PodField::JobUid => 4,
+                    },
+                ]),
+            }
+        }
+        list(&mut state, unset);
         list(&mut state, extra);
         state.finalize().into()
     }
@@ -377,6 +405,11 @@ mod tests {
                 non_resource_urls: Vec::new(),
             }],
             run_as: (65532, 65532),
+            env: vec![EnvVar {
+                name: "MODE".into(),
+                source: EnvSource::Text("$(KUBERNETES_SERVICE_HOST)".into()),
+            }],
+            unset: Vec::new(),
         }
     }
 
@@ -404,6 +437,11 @@ mod tests {
             |b| b.role_rules.push(RoleRule::default()),
             |b| b.run_as.0 = 1000,
             |b| b.run_as.1 = 1000,
+            |b| b.env[0].name.push('X'),
+            |b| b.env[0].source = EnvSource::Known("$(KUBERNETES_SERVICE_HOST)".into()),
+            |b| b.env[0].source = EnvSource::Pod(PodField::Name),
+            |b| b.env.clear(),
+            |b| b.unset.push("TOKEN (Secret db, key token)".into()),
         ];
         for edit in edits {
             let mut b = bundle();

@@ -9,10 +9,10 @@ use crate::lint::checks::Emit;
 use crate::load::block::LiteralBlock;
 use crate::load::source::{At, Loc, Source};
 use crate::load::yaml::Span;
-use crate::model::bundle::{Bundle, Facts, MemberKind};
+use crate::model::bundle::{Bundle, EnvSource, Facts, JobFacts, MemberKind};
 use crate::model::outcome::Simulation;
 use crate::model::{Finding, ObjectRef, Severity};
-use crate::runtime::simulate::{self, RoleRule, SimBundle, SimError, SimOptions};
+use crate::runtime::simulate::{self, EnvVar, RoleRule, SimBundle, SimError, SimOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,9 +38,25 @@ pub fn sim_bundle(bundle: &Bundle) -> Result<SimBundle, String> {
         .filter(|k| !k.is_empty())
         .ok_or("its plan.json cannot be read")?;
     let role = bundle.first(MemberKind::Role).ok_or("it has no Role")?;
-    let run_as = match bundle.first(MemberKind::Job).map(|j| &j.facts) {
-        Some(Facts::Job(job)) => simulate::pod_user(job.run_as_user, job.run_as_group),
-        _ => simulate::pod_user(None, None),
+    let job = match bundle.first(MemberKind::Job).map(|j| &j.facts) {
+        Some(Facts::Job(job)) => Some(&**job),
+        _ => None,
+    };
+    let run_as = job.map_or_else(
+        || simulate::pod_user(None, None),
+        |job| simulate::pod_user(job.run_as_user, job.run_as_group),
+    );
+    let config_map = bundle
+        .first(MemberKind::ConfigMap)
+        .map_or("", |m| m.name.as_str());
+    let mut files = vec![
+        ("create.py", script.as_str()),
+        ("plan.json", plan_json.as_str()),
+    ];
+    files.extend(cm.other_data.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let (env, unset) = match job {
+        Some(job) => container_env(job, &bundle.namespace, config_map, &files)?,
+        None => Default::default(),
     };
     let Facts::Role(rules) = &role.facts else {
         return Err("it has no Role".into());
@@ -62,7 +78,181 @@ pub fn sim_bundle(bundle: &Bundle) -> Result<SimBundle, String> {
             })
             .collect(),
         run_as,
+        env,
+        unset,
     })
+}
+
+/// The Job container's variables as far as the render tells them (`simulate::EnvVar`), and
+/// those it cannot, each with why. `files` are the keys and values of the bundle's ConfigMap
+/// `config_map`. `Err`: the kubelet would not start the container (a key the bundle's
+/// ConfigMap does not hold, not marked optional).
+fn container_env(
+    job: &JobFacts,
+    namespace: &Option<String>,
+    config_map: &str,
+    files: &[(&str, &str)],
+) -> Result<(Vec<EnvVar>, Vec<String>), String> {
+    use simulate::EnvSource as Source;
+    let env = &job.env;
+    let mut vars = Vec::new();
+    let mut unset = Vec::new();
+    let object = |secret: bool, name: &str| {
+        format!("{} {name}", if secret { "Secret" } else { "ConfigMap" })
+    };
+    for from in &env.env_from {
+        if from.secret || from.name != config_map {
+            unset.push(format!(
+                "every key of {}{}",
+                object(from.secret, &from.name),
+                if from.prefix.is_empty() {
+                    String::new()
+                } else {
+                    format!(" behind `{}`", from.prefix)
+                }
+            ));
+            continue;
+        }
+        for (key, text) in files {
+            let name = format!("{}{key}", from.prefix);
+            // The names the API server admits: printable ASCII but `=`; others are skipped.
+            if !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| (b' '..=b'~').contains(&b) && b != b'=')
+            {
+                vars.push(EnvVar {
+                    name,
+                    source: Source::Known((*text).to_string()),
+                });
+            }
+        }
+    }
+    let node_cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let node_memory = node_memory();
+    for entry in &env.env {
+        let name = &entry.name;
+        let source = match &entry.source {
+            EnvSource::Value(text) => Source::Text(text.clone()),
+            EnvSource::Field(path) => {
+                match field(path, job, namespace, &env.labels, &env.annotations) {
+                    Some(source) => source,
+                    None => {
+                        unset.push(format!(
+                            "{name} (`fieldPath: {path}`, which no API server admits)"
+                        ));
+                        continue;
+                    }
+                }
+            }
+            EnvSource::Resource { resource, divisor } => match simulate::resource_value(
+                resource,
+                divisor.as_deref(),
+                &env.resources,
+                node_cpus,
+                node_memory,
+            ) {
+                Ok(value) => Source::Known(value),
+                Err(why) => {
+                    unset.push(format!("{name} ({why})"));
+                    continue;
+                }
+            },
+            EnvSource::Key(key) => {
+                let own = !key.secret && key.name == config_map;
+                match files.iter().find(|(k, _)| own && *k == key.key) {
+                    Some((_, text)) => Source::Known((*text).to_string()),
+                    None if own && !key.optional => {
+                        return Err(format!(
+                            "its Job's container would not start: {name} takes key {} of ConfigMap {}, which does not hold it",
+                            key.key, key.name
+                        ));
+                    }
+                    None => {
+                        unset.push(format!(
+                            "{name} (key {} of {})",
+                            key.key,
+                            object(key.secret, &key.name)
+                        ));
+                        continue;
+                    }
+                }
+            }
+            EnvSource::Invalid(why) => {
+                unset.push(format!("{name} ({why})"));
+                continue;
+            }
+        };
+        vars.push(EnvVar {
+            name: name.clone(),
+            source,
+        });
+    }
+    Ok((vars, unset))
+}
+
+/// A `fieldRef`'s source: known from the render, or a field of the pod; `None` for a path the
+/// API server does not admit in a container's variable. A label or annotation the pod does
+/// not carry is empty; the Job controller's own labels are on every pod it makes.
+fn field(
+    path: &str,
+    job: &JobFacts,
+    namespace: &Option<String>,
+    labels: &[(String, String)],
+    annotations: &[(String, String)],
+) -> Option<simulate::EnvSource> {
+    use simulate::{EnvSource as Source, PodField};
+    let known = |v: &str| Some(Source::Known(v.to_string()));
+    let lookup = |pairs: &[(String, String)], key: &str| {
+        pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map_or(String::new(), |(_, v)| v.clone())
+    };
+    let keyed = |prefix: &str| {
+        let rest = path.strip_prefix(prefix)?.strip_prefix("['")?;
+        rest.strip_suffix("']")
+    };
+    match path {
+        "metadata.name" => Some(Source::Pod(PodField::Name)),
+        "metadata.namespace" => known(namespace.as_deref().unwrap_or("default")),
+        "metadata.uid" => Some(Source::Pod(PodField::Uid)),
+        "spec.nodeName" => Some(Source::Pod(PodField::NodeName)),
+        "spec.serviceAccountName" => known(
+            job.service_account
+                .as_ref()
+                .map_or("default", |(s, _)| s.as_str()),
+        ),
+        "status.podIP" | "status.podIPs" | "status.hostIP" | "status.hostIPs" => {
+            Some(Source::Pod(PodField::Address))
+        }
+        _ => {
+            if let Some(key) = keyed("metadata.labels") {
+                match key {
+                    "job-name" | "batch.kubernetes.io/job-name" => known(&job.name),
+                    "controller-uid" | "batch.kubernetes.io/controller-uid" => {
+                        Some(Source::Pod(PodField::JobUid))
+                    }
+                    _ => known(&lookup(labels, key)),
+                }
+            } else {
+                keyed("metadata.annotations").and_then(|key| known(&lookup(annotations, key)))
+            }
+        }
+    }
+}
+
+/// The node's memory in bytes (`MemTotal`), for a limit the container does not set.
+fn node_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            kib.checked_mul(1024)
+        })
+        .unwrap_or(0)
 }
 
 /// What a simulate run found and ran.
@@ -298,6 +488,13 @@ pub fn run_with(
     for b in bundles {
         match sim_bundle(b) {
             Ok(sim) => {
+                if !sim.unset.is_empty() {
+                    eprintln!(
+                        "credlint: note: bundle {}: the program runs without {}: the render does not hold their values",
+                        b.id(),
+                        sim.unset.join(", ")
+                    );
+                }
                 let key = memo.map(|m| m.context.key(&sim, &job_identity(b)));
                 let kept = key
                     .and_then(|k| memo.and_then(|m| m.cache.recall_simulation(&k)))

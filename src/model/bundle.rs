@@ -127,6 +127,9 @@ pub struct ConfigMapFacts {
     pub plan_text: Option<String>,
     pub script: Option<String>,
     pub script_loc: Option<At>,
+    /// The other keys of `data` with their values, kept only with the texts above: a
+    /// container's variable may take one.
+    pub other_data: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug)]
@@ -177,6 +180,63 @@ pub struct JobFacts {
     /// Kubernetes resolves them); None where neither sets an integer.
     pub run_as_user: Option<i64>,
     pub run_as_group: Option<i64>,
+    /// What the kubelet builds the first container's environment from.
+    pub env: ContainerEnv,
+}
+
+/// The parts of a Job that decide its container's environment, as written: `env` and
+/// `envFrom` of the first container, its resources, and the pod template's labels and
+/// annotations (which `fieldRef` may read).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerEnv {
+    pub env: Vec<EnvEntry>,
+    pub env_from: Vec<EnvFromEntry>,
+    /// `limits.cpu`, `requests.memory`, ...: each quantity as written.
+    pub resources: Vec<(String, String)>,
+    pub labels: Vec<(String, String)>,
+    pub annotations: Vec<(String, String)>,
+}
+
+/// One `env` entry: the variable's name and where its value comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvEntry {
+    pub name: String,
+    pub source: EnvSource,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EnvSource {
+    /// `value`, its `$(VAR)` references not yet expanded ("" where nothing is set).
+    Value(String),
+    /// `valueFrom.fieldRef.fieldPath`.
+    Field(String),
+    /// `valueFrom.resourceFieldRef`: the resource and its divisor, if any.
+    Resource {
+        resource: String,
+        divisor: Option<String>,
+    },
+    /// `valueFrom.configMapKeyRef` or `secretKeyRef`.
+    Key(ObjectKey),
+    /// What no API server admits (why).
+    Invalid(String),
+}
+
+/// A key of a ConfigMap or Secret that a variable takes its value from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectKey {
+    pub secret: bool,
+    pub name: String,
+    pub key: String,
+    pub optional: bool,
+}
+
+/// One `envFrom` entry: every key of a ConfigMap or Secret, behind `prefix`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvFromEntry {
+    pub secret: bool,
+    pub name: String,
+    pub prefix: String,
+    pub optional: bool,
 }
 
 /// What a RoleBinding links: the Role it names and the ServiceAccounts it binds (name and

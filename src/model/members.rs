@@ -5,8 +5,9 @@ use crate::load::locate::{Seg, span_for};
 use crate::load::source::Source;
 use crate::load::yaml::{Node, Value};
 use crate::model::bundle::{
-    Automount, BindingFacts, ConfigMapFacts, Facts, JobFacts, Member, MemberKind, Mount, Owner,
-    Plan, RoleRule, SUFFIX, Volume, owner_of_name, owner_prefix,
+    Automount, BindingFacts, ConfigMapFacts, ContainerEnv, EnvEntry, EnvFromEntry, EnvSource,
+    Facts, JobFacts, Member, MemberKind, Mount, ObjectKey, Owner, Plan, RoleRule, SUFFIX, Volume,
+    owner_of_name, owner_prefix,
 };
 use crate::model::object::Object;
 
@@ -264,6 +265,15 @@ fn config_map(root: &Node, source: &Source, plan: Option<Plan>, keep: Keep) -> C
             .get("data")
             .and_then(|d| d.entry("create.py"))
             .map(|e| source.at(e.key_span)),
+        other_data: root
+            .get("data")
+            .and_then(Node::as_map)
+            .filter(|_| keep.programs)
+            .unwrap_or_default()
+            .iter()
+            .filter(|e| e.key != "plan.json" && e.key != "create.py")
+            .filter_map(|e| Some((e.key.to_string(), e.value.as_str()?.to_string())))
+            .collect(),
     }
 }
 
@@ -373,6 +383,118 @@ fn job(root: &Node, name: &str, source: &Source) -> JobFacts {
             .is_some_and(|n| !n.is_null()),
         run_as_user: effective(pod, container, "runAsUser"),
         run_as_group: effective(pod, container, "runAsGroup"),
+        env: container_env(root, container),
+    }
+}
+
+/// The first container's `env`, `envFrom` and resources, and the pod template's labels and
+/// annotations. An `env` entry without a name is left out (no API server admits one).
+fn container_env(root: &Node, container: Option<&Node>) -> ContainerEnv {
+    fn list<'n, 'a>(node: Option<&'n Node<'a>>, key: &str) -> &'n [Node<'a>] {
+        node.and_then(|n| n.get(key))
+            .and_then(Node::as_seq)
+            .unwrap_or_default()
+    }
+    let text = |node: Option<&Node>| node.and_then(Node::as_str).unwrap_or("").to_string();
+    let optional = |node: &Node| {
+        matches!(
+            node.get("optional").map(|n| &n.value),
+            Some(Value::Bool(true))
+        )
+    };
+    let env = list(container, "env")
+        .iter()
+        .filter_map(|entry| {
+            let name = entry.get("name").and_then(Node::as_str)?.to_string();
+            let source = match entry.get("valueFrom").filter(|n| !n.is_null()) {
+                None => match entry.get("value").filter(|n| !n.is_null()) {
+                    None => EnvSource::Value(String::new()),
+                    Some(v) => v.as_str().map_or_else(
+                        || EnvSource::Invalid("its `value` is not a string".into()),
+                        |v| EnvSource::Value(v.to_string()),
+                    ),
+                },
+                Some(from) => value_from(from, &text, &optional),
+            };
+            Some(EnvEntry { name, source })
+        })
+        .collect();
+    let env_from = list(container, "envFrom")
+        .iter()
+        .filter_map(|entry| {
+            let (secret, object) = match (entry.get("configMapRef"), entry.get("secretRef")) {
+                (Some(c), None) => (false, c),
+                (None, Some(s)) => (true, s),
+                _ => return None,
+            };
+            Some(EnvFromEntry {
+                secret,
+                name: text(object.get("name")),
+                prefix: text(entry.get("prefix")),
+                optional: optional(object),
+            })
+        })
+        .collect();
+    let mut resources = Vec::new();
+    for group in ["limits", "requests"] {
+        for e in container
+            .and_then(|c| c.at(&["resources", group]))
+            .and_then(Node::as_map)
+            .unwrap_or_default()
+        {
+            if let Some(q) = e.value.display_scalar() {
+                resources.push((format!("{group}.{}", e.key), q));
+            }
+        }
+    }
+    let pairs = |key: &str| -> Vec<(String, String)> {
+        root.at(&["spec", "template", "metadata", key])
+            .and_then(Node::as_map)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|e| Some((e.key.to_string(), e.value.as_str()?.to_string())))
+            .collect()
+    };
+    ContainerEnv {
+        env,
+        env_from,
+        resources,
+        labels: pairs("labels"),
+        annotations: pairs("annotations"),
+    }
+}
+
+/// An `env` entry's `valueFrom`: exactly one source, as the API server requires.
+fn value_from(
+    from: &Node,
+    text: &dyn Fn(Option<&Node>) -> String,
+    optional: &dyn Fn(&Node) -> bool,
+) -> EnvSource {
+    let sources: Vec<&str> = [
+        "fieldRef",
+        "resourceFieldRef",
+        "configMapKeyRef",
+        "secretKeyRef",
+    ]
+    .into_iter()
+    .filter(|k| from.get(k).is_some_and(|n| !n.is_null()))
+    .collect();
+    let [kind] = sources.as_slice() else {
+        return EnvSource::Invalid("its `valueFrom` names no single source".into());
+    };
+    let node = from.get(kind).unwrap_or(from);
+    match *kind {
+        "fieldRef" => EnvSource::Field(text(node.get("fieldPath"))),
+        "resourceFieldRef" => EnvSource::Resource {
+            resource: text(node.get("resource")),
+            divisor: node.get("divisor").and_then(Node::display_scalar),
+        },
+        _ => EnvSource::Key(ObjectKey {
+            secret: *kind == "secretKeyRef",
+            name: text(node.get("name")),
+            key: text(node.get("key")),
+            optional: optional(node),
+        }),
     }
 }
 

@@ -874,8 +874,14 @@ pub fn write_program(dir: &RunDir, script: &str, plan_json: &str) -> io::Result<
     fs::write(folder.join("plan.json"), plan_json)
 }
 
-/// The child's whole environment: what a pod would see, what Python needs to find itself (a
-/// pyenv shim needs HOME and PYENV_*), and the hook; nothing else of the caller's leaks in.
+/// The search path of a container whose image sets none (the OCI runtimes' default).
+const IMAGE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The child's environment before its container's own ([`with_container`]): the image's
+/// variables, the `kubernetes` Service's variables and the hook. In the pod's root the image's
+/// are a stand-in for any image's (its default search path, `HOME` `/` as for a user the image
+/// does not name, a UTF-8 locale); outside it, what Python needs to find itself on the host (a
+/// pyenv shim needs HOME and PYENV_*). Nothing else of the caller's leaks in.
 pub fn child_env(
     dir: &RunDir,
     host: std::net::IpAddr,
@@ -883,17 +889,25 @@ pub fn child_env(
     pod: bool,
 ) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = Vec::new();
-    for key in [
-        "PATH",
-        "HOME",
-        "LANG",
-        "LC_ALL",
-        "LC_CTYPE",
-        "PYENV_ROOT",
-        "PYENV_VERSION",
-    ] {
-        if let Ok(v) = std::env::var(key) {
-            env.push((key.into(), v));
+    if pod {
+        env.extend([
+            ("PATH".into(), IMAGE_PATH.into()),
+            ("HOME".into(), "/".into()),
+            ("LANG".into(), "C.UTF-8".into()),
+        ]);
+    } else {
+        for key in [
+            "PATH",
+            "HOME",
+            "LANG",
+            "LC_ALL",
+            "LC_CTYPE",
+            "PYENV_ROOT",
+            "PYENV_VERSION",
+        ] {
+            if let Ok(v) = std::env::var(key) {
+                env.push((key.into(), v));
+            }
         }
     }
     let port = port.to_string();
@@ -922,4 +936,51 @@ pub fn child_env(
         env.push(("TMPDIR".into(), path("tmp")));
     }
     env
+}
+
+/// The `kubernetes` Service's variables of `env` ([`child_env`]): the service variables a
+/// container's `$(VAR)` may name.
+pub fn service_vars(env: &[(String, String)]) -> Vec<(String, String)> {
+    env.iter()
+        .filter(|(k, _)| k.starts_with("KUBERNETES_"))
+        .cloned()
+        .collect()
+}
+
+/// What the container runtime and the kubelet put over the image's variables `env`: the
+/// pod's `HOSTNAME`, then the kubelet's list (`podenv::resolve`). The hook's folder stays
+/// first on `PYTHONPATH` (a container's own path follows it), and outside the pod's root
+/// `TMPDIR` stays the run's folder, which stands for the pod's filesystem there.
+pub fn with_container(
+    env: &mut Vec<(String, String)>,
+    hostname: &str,
+    kubelet: &[(String, String)],
+) {
+    use super::podenv::set;
+    set(env, "HOSTNAME", hostname.to_string());
+    let kept = |name: &str, env: &[(String, String)]| {
+        env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+    };
+    let hook = kept("PYTHONPATH", env);
+    let tmp = kept("TMPDIR", env);
+    for (k, v) in kubelet {
+        set(env, k, v.clone());
+    }
+    if let Some(hook) = hook {
+        let theirs = kubelet
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PYTHONPATH")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("");
+        let path = if theirs.is_empty() {
+            hook
+        } else {
+            format!("{hook}:{theirs}")
+        };
+        set(env, "PYTHONPATH", path);
+    }
+    if let Some(tmp) = tmp {
+        set(env, "TMPDIR", tmp);
+    }
 }

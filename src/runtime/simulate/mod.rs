@@ -109,6 +109,7 @@ mod confine;
 mod incluster;
 mod netns;
 mod patch;
+mod podenv;
 mod podfs;
 mod probe;
 mod rbac;
@@ -124,6 +125,7 @@ mod tests;
 
 pub use child::{stop_cleanly_on_signals, stopping};
 pub use confine::{LAYER_NAMES, Layers};
+pub use podenv::{EnvVar, PodField, Source as EnvSource, resource_value};
 pub use scratch::own_namespace;
 
 use std::fmt;
@@ -152,6 +154,11 @@ pub struct SimBundle {
     /// The user and group the Job's container runs as ([`pod_user`]), which the program runs
     /// as where credlint is root.
     pub run_as: (u32, u32),
+    /// The container's variables, in the kubelet's order (`envFrom`, then `env`).
+    pub env: Vec<EnvVar>,
+    /// The variables the pod would have that the render cannot tell (a Secret's key, a
+    /// ConfigMap outside the bundle), each with why: the program runs without them.
+    pub unset: Vec<String>,
 }
 
 /// The user and group a Job's container runs as, from its `runAsUser` and `runAsGroup`: the
@@ -437,6 +444,13 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     )
     .map_err(run_error)?;
     let python = interpreter.executable;
+    // The container's own variables over the image's, as the pod will have them.
+    let pod_facts = podenv::PodFacts::new(&hostname).map_err(temp_err)?;
+    let container_env = |env: &mut Vec<(String, String)>| {
+        let kubelet = podenv::resolve(&bundle.env, &incluster::service_vars(env), &pod_facts);
+        incluster::with_container(env, &hostname, &kubelet);
+    };
+    container_env(&mut env);
     // Built once: the run folder and the ports stay the same for every run of this bundle.
     let mut confinement = None;
     let landlock = if opts.confine {
@@ -456,7 +470,8 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     // (`zygote`): started in the pod's root with the pod's environment.
     let start_zygote = |confine: &confine::Confine,
                         confinement: Option<&sandbox::Sandbox>,
-                        env: &[(String, String)]|
+                        env: &[(String, String)],
+                        run_env: &[(String, String)]|
      -> Result<(zygote::Zygote, RunDir), String> {
         let home = RunDir::create().map_err(|e| e.to_string())?;
         let (uid, gid) = confine.pod_user();
@@ -490,6 +505,8 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             ],
         ]);
         config["preload"] = zygote::preload(&bundle.script).into();
+        // Each run's environment, set by its process once it is confined.
+        config["env"] = serde_json::json!(run_env);
         config["warm_tls"] = serde_json::json!([
             api.host().to_string(),
             api.port(),
@@ -502,7 +519,13 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     if !opts.confine {
         confine.with_pod_fs(Err("turned off for this simulation".into()));
     } else if confine.can_build_pod_fs() {
-        let pod_env = incluster::child_env(&dir, api.host(), api.port(), true);
+        let mut pod_env = incluster::child_env(&dir, api.host(), api.port(), true);
+        // The zygote starts with the image's variables and HOSTNAME only: what the change
+        // under review sets acts in each run, once confined.
+        let mut zygote_env = pod_env.clone();
+        incluster::with_container(&mut zygote_env, &hostname, &[]);
+        container_env(&mut pod_env);
+        let inert = bundle.env.iter().all(|v| !podenv::acts_at_start(&v.name));
         let tried = podfs::PodFs::plan(dir.path(), &interpreter.paths, None)
             .map_err(|e| format!("cannot plan it: {e}"))
             .and_then(|plan| {
@@ -512,8 +535,8 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
                 }
                 // Where the runs fork from a zygote, its start is the trial: the interpreter
                 // started in the pod's root, as the pod's user, with the startup hook loaded.
-                if confine.zygote_ready() && !zygote::disabled() {
-                    match start_zygote(&confine, confinement.as_ref(), &pod_env) {
+                if confine.zygote_ready() && !zygote::disabled() && inert {
+                    match start_zygote(&confine, confinement.as_ref(), &zygote_env, &pod_env) {
                         Ok(started) => {
                             zygote = Some(started);
                             return Ok(());

@@ -134,6 +134,8 @@ impl Case {
             script: script.into(),
             role_rules: self.role(),
             run_as: (65532, 65532),
+            env: Vec::new(),
+            unset: Vec::new(),
         }
     }
 }
@@ -1910,5 +1912,177 @@ fn an_interpreter_closed_to_the_pods_user_runs_as_credlints_user_in_every_bundle
                 .any(|(layer, why)| *layer == "user" && why.contains("cannot start as uid")),
             "{owner}: {missing:?}"
         );
+    }
+}
+
+/// `$(VAR)` expansion as the kubelet does it: known names replaced, unknown ones and an
+/// unclosed `$(` kept as written, `$$` one `$`, any other `$` kept with what follows.
+#[test]
+fn a_containers_values_expand_as_the_kubelets_do() {
+    let known = |name: &str| match name {
+        "A" => Some("x".to_string()),
+        "" => Some("empty".to_string()),
+        _ => None,
+    };
+    for (input, expected) in [
+        ("$(A)", "x"),
+        ("pre-$(A)-$(A)-post", "pre-x-x-post"),
+        ("$(B)", "$(B)"),
+        ("$$(A)", "$(A)"),
+        ("$$$(A)", "$x"),
+        ("$x$(A)", "$xx"),
+        ("$é$(A)", "$éx"),
+        ("$(A", "$(A"),
+        ("$(unclosed $(A)", "$(unclosed $(A)"),
+        ("$()", "empty"),
+        ("cost $", "cost $"),
+        ("", ""),
+    ] {
+        assert_eq!(podenv::expand(input, known), expected, "{input:?}");
+    }
+}
+
+/// The kubelet's list: each value sees only what is defined before it and the service
+/// variables; a later definition of a name replaces the earlier one in place; the service
+/// variables the container does not set follow it; pod fields come from the pod.
+#[test]
+fn the_kubelets_list_is_built_in_order() {
+    use podenv::{EnvVar, PodFacts, PodField, Source};
+    let var = |name: &str, source: Source| EnvVar {
+        name: name.into(),
+        source,
+    };
+    let vars = [
+        var("EARLY", Source::Text("$(LATE)".into())),
+        var(
+            "HOST",
+            Source::Text("$(KUBERNETES_SERVICE_HOST):$(EARLY)".into()),
+        ),
+        var("LATE", Source::Known("$(HOST)".into())),
+        var("EARLY", Source::Text("again".into())),
+        var("KUBERNETES_SERVICE_PORT", Source::Text("8443".into())),
+        var("NAME", Source::Pod(PodField::Name)),
+        var(
+            "URL",
+            Source::Text("$(NAME).$(KUBERNETES_SERVICE_PORT)".into()),
+        ),
+    ];
+    let service = [
+        (
+            "KUBERNETES_SERVICE_HOST".to_string(),
+            "10.96.0.1".to_string(),
+        ),
+        ("KUBERNETES_SERVICE_PORT".to_string(), "443".to_string()),
+    ];
+    let pod = PodFacts::new("job-abcde").unwrap();
+    let got = podenv::resolve(&vars, &service, &pod);
+    let expected = [
+        ("EARLY", "again"),
+        ("HOST", "10.96.0.1:$(LATE)"),
+        ("LATE", "$(HOST)"),
+        ("KUBERNETES_SERVICE_PORT", "8443"),
+        ("NAME", "job-abcde"),
+        ("URL", "job-abcde.8443"),
+        ("KUBERNETES_SERVICE_HOST", "10.96.0.1"),
+    ];
+    let got: Vec<(&str, &str)> = got.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(got, expected);
+    // A pod's identifiers are UUIDs of version 4.
+    let uid = PodFacts::new("x").unwrap().uid;
+    assert_eq!(uid.len(), 36, "{uid}");
+    assert_eq!(&uid[14..15], "4", "{uid}");
+    assert_ne!(uid, PodFacts::new("x").unwrap().uid);
+}
+
+/// `resourceFieldRef`: the limit or request in units of the divisor, rounded up; an unset
+/// CPU or memory limit is the node's, an unset request the limit or 0; what the API server
+/// refuses, and the node's disk, have none.
+#[test]
+fn resource_fields_are_the_containers_quantities_in_the_divisors_units() {
+    let resources = strings(&[
+        "limits.cpu",
+        "250m",
+        "limits.memory",
+        "1.5Gi",
+        "requests.memory",
+        "100M",
+    ]);
+    let resources: Vec<(String, String)> = resources
+        .chunks(2)
+        .map(|p| (p[0].clone(), p[1].clone()))
+        .collect();
+    let value = |resource: &str, divisor: Option<&str>| {
+        podenv::resource_value(resource, divisor, &resources, 4, 8 << 30)
+    };
+    for (resource, divisor, expected) in [
+        ("limits.cpu", None, Some("1")),
+        ("limits.cpu", Some("1m"), Some("250")),
+        ("limits.memory", None, Some("1610612736")),
+        ("limits.memory", Some("1Mi"), Some("1536")),
+        ("limits.memory", Some("1G"), Some("2")),
+        ("requests.memory", Some("1k"), Some("100000")),
+        ("requests.cpu", Some("1m"), Some("250")),
+        ("limits.ephemeral-storage", Some("1Gi"), None),
+        ("requests.ephemeral-storage", None, Some("0")),
+        ("limits.gpu", None, None),
+        ("cpu", None, None),
+        ("limits.cpu", Some("0"), None),
+        ("limits.cpu", Some("1x"), None),
+    ] {
+        assert_eq!(
+            value(resource, divisor).ok().as_deref(),
+            expected,
+            "{resource} / {divisor:?}"
+        );
+    }
+    let bare = |q: &str| {
+        podenv::resource_value(
+            "limits.memory",
+            None,
+            &[("limits.memory".into(), q.into())],
+            1,
+            1,
+        )
+        .ok()
+    };
+    assert_eq!(bare("1e3").as_deref(), Some("1000"));
+    assert_eq!(bare("2E").as_deref(), Some("2000000000000000000"));
+    assert_eq!(bare("0.5").as_deref(), Some("1"));
+    assert_eq!(bare("-1"), None);
+    assert_eq!(bare("1.2.3"), None);
+    assert_eq!(bare("."), None);
+}
+
+/// The variables that act as a process or the interpreter starts keep a bundle off the zygote
+/// (which starts as root, before any run is confined); the others do not.
+#[test]
+fn variables_that_act_at_start_are_known() {
+    for name in [
+        "PYTHONPATH",
+        "PYTHONWARNINGS",
+        "PYTHONHOME",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "LC_ALL",
+        "LANG",
+        "TZ",
+        "OPENSSL_CONF",
+        "SSL_CERT_FILE",
+        "MALLOC_ARENA_MAX",
+        "GLIBC_TUNABLES",
+        "GCONV_PATH",
+        "HOME",
+        "PATH",
+    ] {
+        assert!(podenv::acts_at_start(name), "{name}");
+    }
+    for name in [
+        "POD_NAME",
+        "MODE",
+        "HTTPS_PROXY",
+        "KUBERNETES_SERVICE_HOST",
+        "pythonpath",
+    ] {
+        assert!(!podenv::acts_at_start(name), "{name}");
     }
 }

@@ -240,7 +240,12 @@ def _serve(install_audit, reset_clock):
                     say("fail " + str(e))
                 finally:
                     os._exit(125)
-            # Confined: the program runs from here.
+            # Confined: the program runs from here, with its container's variables.
+            environ = config.get("env")
+            if environ is not None:
+                os.environ.clear()
+                for name, value in environ:
+                    os.environ[name] = value
             os.closerange(3, 1 << 20)
             control.detach()
             for name in [n for n in sys.modules if n == "ctypes" or n.startswith("ctypes.") or n == "_ctypes"]:
