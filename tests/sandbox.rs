@@ -1283,8 +1283,9 @@ fn without_root_the_pod_root_is_built_in_the_programs_user_namespace() {
 /// kubelet builds them (`fieldRef`s, `resourceFieldRef`s, the bundle's ConfigMap's keys,
 /// `envFrom`,
 /// `$(VAR)` expanded), `HOSTNAME`, and, in the pod's root, an image's defaults in place of the
-/// host's `PATH`, `HOME` and pyenv variables. A Secret's key the render cannot tell is left
-/// out, and credlint says so. Before, the container's variables were missing (a program that
+/// host's `PATH`, `HOME` and pyenv variables, in the same order both ways (by name, as a
+/// started interpreter gets them). A Secret's key the render cannot tell is left out, and
+/// credlint says so. Before, the container's variables were missing (a program that
 /// read one failed) and the host's leaked in.
 #[test]
 fn the_program_sees_its_containers_environment_and_not_the_hosts() {
@@ -1305,6 +1306,8 @@ fn the_program_sees_its_containers_environment_and_not_the_hosts() {
         }\n\
         _wrong = ['%s=%r' % (k, _e.get(k)) for k, v in _want.items() if _e.get(k) != v]\n\
         _wrong += [k for k in ('ADMIN', 'PYENV_ROOT', 'PYENV_VERSION') if k in _e]\n\
+        if list(_e) != sorted(_e):\n\
+        \x20   _wrong.append('the order %r' % list(_e))\n\
         if not _e.get('JOB', '').startswith('shop-db-credentials-') or len(_e.get('POD_UID', '')) != 36:\n\
         \x20   _wrong.append('JOB or POD_UID')\n\
         if _e.get('WANT_PATH') and not _e.get('PYTHONPATH', '').endswith(':' + _e['WANT_PATH']):\n\

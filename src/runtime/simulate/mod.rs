@@ -467,7 +467,7 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
     }
     confine.layers.set("landlock", landlock);
     // One interpreter per bundle, forking each run, where the runs' confinement allows it
-    // (`zygote`): started in the pod's root with the pod's environment.
+    // (`zygote`): started in the pod's root with the image's variables.
     let start_zygote = |confine: &confine::Confine,
                         confinement: Option<&sandbox::Sandbox>,
                         env: &[(String, String)],
@@ -505,7 +505,10 @@ pub fn simulate_counted(bundle: &SimBundle, opts: &SimOptions) -> Result<Simulat
             ],
         ]);
         config["preload"] = zygote::preload(&bundle.script).into();
-        // Each run's environment, set by its process once it is confined.
+        // Each run's environment, set by its process once it is confined, in the order a
+        // started interpreter finds it (`Command` passes its variables sorted by name).
+        let mut run_env = run_env.to_vec();
+        run_env.sort();
         config["env"] = serde_json::json!(run_env);
         config["warm_tls"] = serde_json::json!([
             api.host().to_string(),
