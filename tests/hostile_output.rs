@@ -354,3 +354,49 @@ fn unreadable_standard_input_is_reported_beside_the_other_findings() {
         "{report}"
     );
 }
+
+/// What `simulate` says of a bundle's container variables on standard error (those it cannot
+/// give the program, a container that would not start) names objects and keys from the
+/// change: their control characters are shown escaped.
+#[test]
+fn simulate_notes_on_a_containers_variables_show_control_characters_escaped() {
+    let command = "          command: [python3, /credentials/create.py, /credentials/plan.json]\n";
+    let render = |owner: &str, env: &str| {
+        credlint::testkit::render::Spec::example("shop", owner, "component", "print(1)\n")
+            .render()
+            .replacen(command, &format!("{command}          env:\n{env}"), 1)
+    };
+    let missing = temp_dir("hostile-output-env-missing");
+    std::fs::write(
+        missing.join("bundle.yaml"),
+        render(
+            "shop-db",
+            "            - {name: \"ADMIN\\a\", valueFrom: {secretKeyRef: {name: \"db\\e[2J\", key: password}}}\n",
+        ),
+    )
+    .unwrap();
+    let unstarted = temp_dir("hostile-output-env-unstarted");
+    std::fs::write(
+        unstarted.join("bundle.yaml"),
+        render(
+            "shop-db",
+            "            - {name: MODE, valueFrom: {configMapKeyRef: {name: shop-db-credentials, key: \"mode\\e]0;x\\a\"}}}\n",
+        ),
+    )
+    .unwrap();
+    for (dir, said) in [
+        (
+            &missing,
+            "the program runs without ADMIN\\u{7} (key password of Secret db\\u{1b}[2J)",
+        ),
+        (
+            &unstarted,
+            "takes key mode\\u{1b}]0;x\\u{7} of ConfigMap shop-db-credentials",
+        ),
+    ] {
+        let run = credlint_in(dir, &["simulate", "--no-cache", "--timeout", "5", "."]);
+        let text = stderr(&run);
+        assert!(text.contains(said), "{text}");
+        assert!(!text.chars().any(acts), "{text:?}");
+    }
+}

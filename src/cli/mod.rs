@@ -754,7 +754,8 @@ fn simulate(args: SimulateArgs, tune: Option<Tune>) -> ExitCode {
     for s in &skipped {
         eprintln!(
             "credlint: bundle {} is not simulated: {}",
-            s.bundle, s.reason
+            crate::report::shown(&s.bundle),
+            crate::report::shown(&s.reason)
         );
     }
     if skipped.len() == outcome.bundles.len() {

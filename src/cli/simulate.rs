@@ -489,10 +489,12 @@ pub fn run_with(
         match sim_bundle(b) {
             Ok(sim) => {
                 if !sim.unset.is_empty() {
+                    // Names from the change under review: no control character reaches the
+                    // terminal as itself.
                     eprintln!(
                         "credlint: note: bundle {}: the program runs without {}: the render does not hold their values",
-                        b.id(),
-                        sim.unset.join(", ")
+                        crate::report::shown(&b.id()),
+                        crate::report::shown(&sim.unset.join(", "))
                     );
                 }
                 let key = memo.map(|m| m.context.key(&sim, &job_identity(b)));
