@@ -361,42 +361,31 @@ fn unreadable_standard_input_is_reported_beside_the_other_findings() {
 #[test]
 fn simulate_notes_on_a_containers_variables_show_control_characters_escaped() {
     let command = "          command: [python3, /credentials/create.py, /credentials/plan.json]\n";
-    let render = |owner: &str, env: &str| {
-        credlint::testkit::render::Spec::example("shop", owner, "component", "print(1)\n")
-            .render()
-            .replacen(command, &format!("{command}          env:\n{env}"), 1)
-    };
-    let missing = temp_dir("hostile-output-env-missing");
-    std::fs::write(
-        missing.join("bundle.yaml"),
-        render(
-            "shop-db",
-            "            - {name: \"ADMIN\\a\", valueFrom: {secretKeyRef: {name: \"db\\e[2J\", key: password}}}\n",
-        ),
-    )
-    .unwrap();
-    let unstarted = temp_dir("hostile-output-env-unstarted");
-    std::fs::write(
-        unstarted.join("bundle.yaml"),
-        render(
-            "shop-db",
-            "            - {name: MODE, valueFrom: {configMapKeyRef: {name: shop-db-credentials, key: \"mode\\e]0;x\\a\"}}}\n",
-        ),
-    )
-    .unwrap();
-    for (dir, said) in [
+    for (name, entry, said) in [
         (
-            &missing,
+            "missing",
+            "{name: \"ADMIN\\a\", valueFrom: {secretKeyRef: {name: \"db\\e[2J\", key: password}}}",
             "the program runs without ADMIN\\u{7} (key password of Secret db\\u{1b}[2J)",
         ),
         (
-            &unstarted,
+            "unstarted",
+            "{name: MODE, valueFrom: {configMapKeyRef: {name: shop-db-credentials, key: \"mode\\e]0;x\\a\"}}}",
             "takes key mode\\u{1b}]0;x\\u{7} of ConfigMap shop-db-credentials",
         ),
     ] {
-        let run = credlint_in(dir, &["simulate", "--no-cache", "--timeout", "5", "."]);
+        let dir = temp_dir(&format!("hostile-output-env-{name}"));
+        let rendered =
+            credlint::testkit::render::Spec::example("shop", "shop-db", "component", "print(1)\n")
+                .render()
+                .replacen(
+                    command,
+                    &format!("{command}          env:\n            - {entry}\n"),
+                    1,
+                );
+        std::fs::write(dir.join("bundle.yaml"), rendered).unwrap();
+        let run = credlint_in(&dir, &["simulate", "--no-cache", "--timeout", "5", "."]);
         let text = stderr(&run);
-        assert!(text.contains(said), "{text}");
-        assert!(!text.chars().any(acts), "{text:?}");
+        assert!(text.contains(said), "{name}: {text}");
+        assert!(!text.chars().any(acts), "{name}: {text:?}");
     }
 }
