@@ -128,8 +128,6 @@ fn container_env(
             }
         }
     }
-    let node_cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
-    let node_memory = node_memory();
     for entry in &env.env {
         let name = &entry.name;
         let source = match &entry.source {
@@ -149,8 +147,8 @@ fn container_env(
                 resource,
                 divisor.as_deref(),
                 &env.resources,
-                node_cpus,
-                node_memory,
+                std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+                node_memory(),
             ) {
                 Ok(value) => Source::Known(value),
                 Err(why) => {

@@ -267,12 +267,11 @@ fn config_map(root: &Node, source: &Source, plan: Option<Plan>, keep: Keep) -> C
             .map(|e| source.at(e.key_span)),
         other_data: root
             .get("data")
-            .and_then(Node::as_map)
             .filter(|_| keep.programs)
+            .map(Node::scalar_pairs)
             .unwrap_or_default()
-            .iter()
-            .filter(|e| e.key != "plan.json" && e.key != "create.py")
-            .filter_map(|e| Some((e.key.to_string(), e.value.as_str()?.to_string())))
+            .into_iter()
+            .filter(|(k, _)| k != "plan.json" && k != "create.py")
             .collect(),
     }
 }
@@ -395,13 +394,6 @@ fn container_env(root: &Node, container: Option<&Node>) -> ContainerEnv {
             .and_then(Node::as_seq)
             .unwrap_or_default()
     }
-    let text = |node: Option<&Node>| node.and_then(Node::as_str).unwrap_or("").to_string();
-    let optional = |node: &Node| {
-        matches!(
-            node.get("optional").map(|n| &n.value),
-            Some(Value::Bool(true))
-        )
-    };
     let env = list(container, "env")
         .iter()
         .filter_map(|entry| {
@@ -414,7 +406,7 @@ fn container_env(root: &Node, container: Option<&Node>) -> ContainerEnv {
                         |v| EnvSource::Value(v.to_string()),
                     ),
                 },
-                Some(from) => value_from(from, &text, &optional),
+                Some(from) => value_from(from),
             };
             Some(EnvEntry { name, source })
         })
@@ -447,13 +439,10 @@ fn container_env(root: &Node, container: Option<&Node>) -> ContainerEnv {
             }
         }
     }
-    let pairs = |key: &str| -> Vec<(String, String)> {
+    let pairs = |key: &str| {
         root.at(&["spec", "template", "metadata", key])
-            .and_then(Node::as_map)
+            .map(Node::scalar_pairs)
             .unwrap_or_default()
-            .iter()
-            .filter_map(|e| Some((e.key.to_string(), e.value.as_str()?.to_string())))
-            .collect()
     };
     ContainerEnv {
         env,
@@ -464,12 +453,21 @@ fn container_env(root: &Node, container: Option<&Node>) -> ContainerEnv {
     }
 }
 
+/// A string field's text ("" where it is missing or not a string).
+fn text(node: Option<&Node>) -> String {
+    node.and_then(Node::as_str).unwrap_or("").to_string()
+}
+
+/// Whether a reference says `optional: true`.
+fn optional(node: &Node) -> bool {
+    matches!(
+        node.get("optional").map(|n| &n.value),
+        Some(Value::Bool(true))
+    )
+}
+
 /// An `env` entry's `valueFrom`: exactly one source, as the API server requires.
-fn value_from(
-    from: &Node,
-    text: &dyn Fn(Option<&Node>) -> String,
-    optional: &dyn Fn(&Node) -> bool,
-) -> EnvSource {
+fn value_from(from: &Node) -> EnvSource {
     let sources: Vec<&str> = [
         "fieldRef",
         "resourceFieldRef",

@@ -268,16 +268,8 @@ fn token(obj: &Object, source: &Source) -> Option<Writer> {
 /// An object's labels as written.
 fn labels_of(root: &Node) -> Vec<(String, String)> {
     root.at(&["metadata", "labels"])
-        .and_then(Node::as_map)
+        .map(Node::scalar_pairs)
         .unwrap_or_default()
-        .iter()
-        .map(|e| {
-            (
-                e.key.to_string(),
-                e.value.display_scalar().unwrap_or_default(),
-            )
-        })
-        .collect()
 }
 
 /// One kind of object that makes a controller write Secrets: a new kind is one entry here.

@@ -182,6 +182,22 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// A mapping's keys with their scalar values as text (labels, annotations, a ConfigMap's
+    /// data); a value that is not a scalar is empty, and a node that is not a mapping has
+    /// none.
+    pub fn scalar_pairs(&self) -> Vec<(String, String)> {
+        self.as_map()
+            .unwrap_or_default()
+            .iter()
+            .map(|e| {
+                (
+                    e.key.to_string(),
+                    e.value.display_scalar().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
     /// A short rendering of a scalar for messages.
     pub fn display_scalar(&self) -> Option<String> {
         Some(match &self.value {

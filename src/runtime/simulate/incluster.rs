@@ -718,12 +718,16 @@ pub const POD_ETC: [(&str, &str); 3] = [
 /// the program finds the fake API server by name as by `KUBERNETES_SERVICE_HOST`. The
 /// resolver's server is cluster DNS's usual address, which nothing answers (and seccomp allows
 /// no UDP): any other name fails at once, as an unknown name would.
+/// The pod's own address as it sees it (its hosts file names it so, and its `status.podIP`
+/// is this): the loopback of its network namespace, where nothing else has an address.
+pub const POD_ADDRESS: &str = "127.0.0.1";
+
 fn pod_etc(hostname: &str, namespace: &str, api: std::net::IpAddr) -> [String; 3] {
     [
         format!(
             "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost \
              ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\n\
-             fe00::2\tip6-allrouters\n127.0.0.1\t{hostname}\n{api}\t{}\n",
+             fe00::2\tip6-allrouters\n{POD_ADDRESS}\t{hostname}\n{api}\t{}\n",
             SERVICE_NAMES.join(" ")
         ),
         format!(

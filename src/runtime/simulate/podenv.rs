@@ -43,8 +43,8 @@ pub struct PodFacts {
 }
 
 impl PodFacts {
-    /// The fields of a new pod named `name` (fresh identifiers, the pod's loopback address,
-    /// which its hosts file gives its name too).
+    /// The fields of a new pod named `name` (fresh identifiers, the pod's address as its
+    /// hosts file gives it).
     pub fn new(name: &str) -> std::io::Result<PodFacts> {
         Ok(PodFacts {
             name: name.to_string(),
@@ -53,7 +53,7 @@ impl PodFacts {
                 "node-{}",
                 super::incluster::random_token(5)?.to_ascii_lowercase()
             ),
-            address: "127.0.0.1".into(),
+            address: super::incluster::POD_ADDRESS.into(),
             job_uid: uuid()?,
         })
     }

@@ -11,12 +11,13 @@
 //! (the run's folder, with its termination log and access log, is bound in the zygote's root);
 //! it forks the run's first process as process 1 of a new PID namespace (no waiter: the
 //! zygote itself waits for it), which makes its own mount, IPC and UTS namespaces, mounts its
-//! own `/proc`, `/dev/shm` and the run's two logs, then confines itself as [`Confine::in_child`] confines a
-//! program (limits, the pod's user and user namespace, no capabilities, `no_new_privs`,
-//! Landlock, seccomp, descriptors closed), says so, and returns from the hook's import; the
-//! hook's last lines run create.py, compiled once in the zygote, as the interpreter runs a
-//! script (same `argv`, `__main__`, `sys.path`, exit status, tracebacks, threads, atexit,
-//! finalizers) and end the process without the interpreter's teardown (docs/simulate.md). So
+//! own `/proc`, `/dev/shm` and the run's two logs, then confines itself as
+//! [`Confine::in_child`] confines a program (limits, the pod's user and user namespace, no
+//! capabilities, `no_new_privs`, Landlock, seccomp, descriptors closed), says so, and returns
+//! from the hook's import; the hook's last lines run create.py, compiled once in the zygote,
+//! as the interpreter runs a script (same `argv`, `__main__`, `sys.path`, exit status,
+//! tracebacks, threads, atexit, finalizers) and end the process without the interpreter's
+//! teardown (docs/simulate.md). So
 //! every run still has its own namespaces, process 1, `/dev/shm` and logs, and nothing it does
 //! reaches the zygote or the next run.
 //!
